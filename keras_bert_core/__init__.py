@@ -1,0 +1,33 @@
+"""keras_bert_core: BERT as Keras 3 layers, trained with model.fit, exported with its tokenizer.
+
+>>> import keras_bert_core as kbc
+>>> kbc.BertConfig.preset("base").hidden_size
+768
+
+Public names load on first use, so `kbc --help` answers without starting TensorFlow.
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+# Public name -> module that defines it.
+_EXPORTS = {
+    "BertConfig": "keras_bert_core.config",
+    "PRESETS": "keras_bert_core.config",
+    "BertEncoder": "keras_bert_core.models",
+}
+
+__all__ = [*sorted(_EXPORTS), "__version__"]
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'keras_bert_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,5 @@
+import sys
+
+from keras_bert_core.cli import main
+
+sys.exit(main())

@@ -1,0 +1,161 @@
+"""`BertConfig`: the hyperparameters of a BERT network, with named presets.
+
+The JSON form reads and writes both Hugging Face `config.json` and google-research
+`bert_config.json` (they share BERT's original key names).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+# BERT's original key names (google-research and Hugging Face) -> our field names.
+_JSON_ALIASES = {
+    "num_hidden_layers": "num_layers",
+    "num_attention_heads": "num_heads",
+    "hidden_dropout_prob": "dropout",
+    "attention_probs_dropout_prob": "attention_dropout",
+}
+_ACTIVATIONS = ("gelu", "gelu_approximate", "relu", "tanh")
+# Hugging Face spellings of the tanh-approximate GELU.
+_ACTIVATION_ALIASES = {"gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
+                       "gelu_fast": "gelu_approximate"}
+
+
+@dataclasses.dataclass
+class BertConfig:
+    """Hyperparameters of a BERT encoder.
+
+    Args:
+        vocab_size: WordPiece vocabulary size.
+        hidden_size: width of every transformer layer.
+        num_layers: number of transformer blocks.
+        num_heads: attention heads per block; must divide `hidden_size`.
+        intermediate_size: width of the feed-forward layer.
+        hidden_act: `"gelu"` (exact erf, BERT's), `"gelu_approximate"` (tanh), `"relu"`, `"tanh"`.
+        dropout: dropout on embeddings and on every residual branch.
+        attention_dropout: dropout on attention probabilities.
+        max_position_embeddings: longest sequence the position table covers.
+        type_vocab_size: number of segment (token type) ids.
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
+        position_embedding: `"learned"` (BERT) or `"sinusoidal"` (fixed, no weights).
+        embedding_size: ALBERT-style factorized embedding width, projected up to
+            `hidden_size`; `None` means `hidden_size`.
+        norm_first: pre-LayerNorm blocks (plus a final LayerNorm) instead of BERT's post-LN.
+
+    Example:
+    >>> cfg = BertConfig.preset("tiny")
+    >>> cfg.hidden_size, cfg.num_layers
+    (128, 2)
+    >>> BertConfig.from_dict(cfg.to_dict()) == cfg
+    True
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_layers: int = 12
+    num_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    position_embedding: str = "learned"
+    embedding_size: int | None = None
+    norm_first: bool = False
+
+    def __post_init__(self):
+        self.hidden_act = _ACTIVATION_ALIASES.get(self.hidden_act, self.hidden_act)
+        problems = []
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+                     "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                problems.append(f"{name} must be a positive integer, got {value!r}")
+        if not problems and self.hidden_size % self.num_heads:
+            problems.append(f"hidden_size {self.hidden_size} is not divisible by "
+                            f"num_heads {self.num_heads}")
+        if self.hidden_act not in _ACTIVATIONS:
+            problems.append(f"hidden_act {self.hidden_act!r} is not one of {_ACTIVATIONS}")
+        if self.position_embedding not in ("learned", "sinusoidal"):
+            problems.append("position_embedding must be 'learned' or 'sinusoidal', "
+                            f"got {self.position_embedding!r}")
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                problems.append(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if self.embedding_size is not None and self.embedding_size <= 0:
+            problems.append(f"embedding_size must be positive or None, got {self.embedding_size!r}")
+        if problems:
+            raise ValueError("Invalid BertConfig: " + "; ".join(problems))
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> BertConfig:
+        """A named size: tiny, mini, small, medium, base, large (Turc et al. / BERT paper)."""
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> BertConfig:
+        """Build from our field names or BERT's original JSON keys; other keys are ignored."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in values.items():
+            key = _JSON_ALIASES.get(key, key)
+            if key in fields:
+                kwargs[key] = value
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> BertConfig:
+        """Read our JSON, a Hugging Face `config.json` or a google-research `bert_config.json`."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: expected a JSON object of BERT hyperparameters")
+        try:
+            return cls.from_dict(values)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    def to_json(self, path: str | os.PathLike) -> None:
+        """Write BERT's original key names (readable by Hugging Face and google-research code)."""
+        values = self.to_dict()
+        for original, ours in _JSON_ALIASES.items():
+            values[original] = values.pop(ours)
+        if self.hidden_act == "gelu_approximate":
+            values["hidden_act"] = "gelu_new"
+        values["model_type"] = "bert"
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(values, f, indent=2, sort_keys=True)
+            f.write("\n")
+
+
+def _size(layers, hidden):
+    return {"num_layers": layers, "hidden_size": hidden, "num_heads": hidden // 64,
+            "intermediate_size": 4 * hidden}
+
+
+PRESETS = {
+    "tiny": _size(2, 128),
+    "mini": _size(4, 256),
+    "small": _size(4, 512),
+    "medium": _size(8, 512),
+    "base": _size(12, 768),
+    "large": _size(24, 1024),
+}

@@ -1,0 +1,106 @@
+"""Multi-head self-attention with an int32 padding (or document) mask."""
+
+import keras
+from keras import ops
+
+# Added to the scores of masked keys; large but finite, so fully masked rows stay NaN-free.
+_MASK_PENALTY = -1e9
+
+
+def attention_bias(padding_mask):
+    """Additive attention bias `[batch, 1, query, key]` from an int32 mask `[batch, seq]`.
+
+    The mask holds 0 at padding and a positive document id at real tokens: 1 everywhere for
+    ordinary inputs, 1, 2, 3... for several documents packed into one row. A query attends to
+    the keys of its own document; padding queries attend to every real key (their outputs are
+    never used, and this keeps them equal to the reference BERT's).
+    """
+    query_doc = padding_mask[:, :, None]
+    key_doc = padding_mask[:, None, :]
+    # ops.equal, not `==`: on symbolic Keras tensors `==` is Python identity, not elementwise.
+    same_doc = ops.logical_or(ops.equal(query_doc, key_doc), ops.equal(query_doc, 0))
+    allowed = ops.logical_and(ops.greater(key_doc, 0), same_doc)
+    bias = ops.where(allowed, 0.0, _MASK_PENALTY)
+    # float32 even under mixed precision: the penalty overflows float16.
+    return ops.cast(bias[:, None, :, :], "float32")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """BERT's self-attention: query/key/value projections, scaled dot product, output projection.
+
+    Scores and softmax run in float32 under mixed precision.
+
+    Args:
+        num_heads: number of attention heads.
+        head_size: width of every head; the layer's width is `num_heads * head_size`.
+        dropout: dropout on the attention probabilities.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call arguments:
+        x: `[batch, seq, num_heads * head_size]`.
+        bias: additive float bias `[batch, 1, seq, seq]` from `attention_bias`.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
+    >>> x = np.random.rand(1, 5, 16).astype("float32")
+    >>> mask = np.array([[1, 1, 1, 0, 0]], "int32")
+    >>> layer(x, attention_bias(mask)).shape
+    (1, 5, 16)
+    """
+
+    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.head_size = head_size
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        width = num_heads * head_size
+
+        def dense(name):
+            return keras.layers.Dense(
+                width, kernel_initializer=keras.initializers.TruncatedNormal(
+                    stddev=initializer_range),
+                dtype=self.dtype_policy, name=name)
+
+        self.query = dense("query")
+        self.key = dense("key")
+        self.value = dense("value")
+        self.output_dense = dense("output")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+
+    def build(self, input_shape):
+        for layer in (self.query, self.key, self.value, self.output_dense):
+            layer.build(input_shape)
+        self.built = True
+
+    def _split_heads(self, x):
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def call(self, x, bias, training=None):
+        query = self._split_heads(self.query(x))
+        key = self._split_heads(self.key(x))
+        value = self._split_heads(self.value(x))
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = ops.cast(scores, "float32") * (self.head_size**-0.5) + ops.cast(bias, "float32")
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probs = self.dropout_layer(probs, training=training)
+        context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        context = ops.reshape(context, (batch, seq, self.num_heads * self.head_size))
+        return self.output_dense(context)
+
+    def compute_output_shape(self, input_shape, *args, **kwargs):
+        return input_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "head_size": self.head_size,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+        }

@@ -1,0 +1,115 @@
+"""The transformer encoder block: self-attention and feed-forward, each with a residual."""
+
+import keras
+from keras import ops
+
+from keras_bert_core.layers.attention import MultiHeadSelfAttention
+
+ACTIVATIONS = {
+    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
+    "gelu_approximate": lambda x: keras.activations.gelu(x, approximate=True),
+    "relu": keras.activations.relu,
+    "tanh": keras.activations.tanh,
+}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class TransformerEncoderBlock(keras.layers.Layer):
+    """One BERT layer: attention -> add & norm -> feed-forward -> add & norm.
+
+    Args:
+        num_heads: attention heads; must divide the input width.
+        intermediate_size: width of the feed-forward layer.
+        activation: `"gelu"` (exact erf, BERT's), `"gelu_approximate"` (tanh), `"relu"`, `"tanh"`.
+        dropout: dropout on both residual branches.
+        attention_dropout: dropout on attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+        norm_first: normalize each branch's input (pre-LN) instead of the residual sum
+            (post-LN, BERT's).
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call arguments:
+        x: `[batch, seq, width]`.
+        bias: additive attention bias from `attention_bias(padding_mask)`.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert_core.layers import attention_bias
+    >>> block = TransformerEncoderBlock(num_heads=2, intermediate_size=32)
+    >>> x = np.random.rand(2, 6, 16).astype("float32")
+    >>> block(x, attention_bias(np.ones((2, 6), "int32"))).shape
+    (2, 6, 16)
+    """
+
+    def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
+                 attention_dropout=0.0, layer_norm_eps=1e-12, norm_first=False,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.layer_norm_eps = layer_norm_eps
+        self.norm_first = norm_first
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape):
+        width = input_shape[-1]
+        if width % self.num_heads:
+            raise ValueError(f"input width {width} is not divisible by num_heads {self.num_heads}")
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            self.num_heads, width // self.num_heads, dropout=self.attention_dropout,
+            initializer_range=self.initializer_range, dtype=policy, name="attention")
+        self.attention_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_eps, dtype="float32", name="attention_norm")
+        self.intermediate = keras.layers.Dense(
+            self.intermediate_size, kernel_initializer=init, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            width, kernel_initializer=init, dtype=policy, name="output")
+        self.output_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_eps, dtype="float32", name="output_norm")
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=policy, name="dropout")
+        self.attention.build(input_shape)
+        self.attention_norm.build(input_shape)
+        self.intermediate.build(input_shape)
+        self.output_dense.build((*input_shape[:-1], self.intermediate_size))
+        self.output_norm.build(input_shape)
+        self.built = True
+
+    def _norm(self, layer, x):
+        # The norm computes in float32; hand its result back in the block's compute dtype.
+        return ops.cast(layer(x), self.compute_dtype)
+
+    def _feed_forward(self, x, training):
+        h = ACTIVATIONS[self.activation](self.intermediate(x))
+        return self.dropout_layer(self.output_dense(h), training=training)
+
+    def call(self, x, bias, training=None):
+        if self.norm_first:
+            attended = self.attention(self._norm(self.attention_norm, x), bias, training=training)
+            x = x + self.dropout_layer(attended, training=training)
+            return x + self._feed_forward(self._norm(self.output_norm, x), training)
+        attended = self.attention(x, bias, training=training)
+        x = self._norm(self.attention_norm, x + self.dropout_layer(attended, training=training))
+        return self._norm(self.output_norm, x + self._feed_forward(x, training))
+
+    def compute_output_shape(self, input_shape, *args, **kwargs):
+        return input_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "layer_norm_eps": self.layer_norm_eps,
+            "norm_first": self.norm_first,
+            "initializer_range": self.initializer_range,
+        }

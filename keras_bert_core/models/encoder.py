@@ -1,0 +1,136 @@
+"""`BertEncoder`: the BERT network as a functional Keras model."""
+
+import contextlib
+
+import keras
+
+from keras_bert_core.config import BertConfig
+from keras_bert_core.layers.attention import attention_bias
+from keras_bert_core.layers.embeddings import BertEmbeddings
+from keras_bert_core.layers.transformer import TransformerEncoderBlock
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+def encoder_inputs(name_prefix=""):
+    """The encoder's symbolic int32 inputs, any batch size and sequence length."""
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name_prefix + name)
+            for name in INPUT_NAMES}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertEncoder(keras.Model):
+    """BERT: embeddings, a stack of transformer blocks and the [CLS] pooler.
+
+    A functional model, so it nests into task models, saves as `.keras` and exports.
+
+    Args:
+        config: a `BertConfig` (or its dict form).
+        output_encoder_outputs: also return every block's output as `encoder_outputs`.
+        one_hot_embeddings: look words up by one-hot matmul (see `BertEmbeddings`).
+        remat: recompute each block's activations in the backward pass instead of keeping
+            them (gradient checkpointing): less memory for some extra compute.
+        dtype: dtype policy for the whole network, e.g. `"mixed_bfloat16"`; `None` takes the
+            global policy.
+
+    Inputs: a dict of int32 `[batch, seq]` tensors `token_ids`, `segment_ids` and
+    `padding_mask` (1 at real tokens, 0 at padding; positive document ids for packed rows).
+
+    Outputs: a dict with `sequence_output` `[batch, seq, hidden]`, `pooled_output`
+    `[batch, hidden]` and, on request, `encoder_outputs` (a list, one per block).
+
+    Example:
+    >>> import numpy as np
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> ids = np.array([[2, 10, 11, 3, 0]], "int32")
+    >>> out = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...                "padding_mask": (ids > 0).astype("int32")})
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
+    ((1, 5, 128), (1, 128))
+    """
+
+    def __init__(self, config, output_encoder_outputs=False, one_hot_embeddings=False,
+                 remat=False, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        inputs = encoder_inputs()
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            embedding_size=config.embedding_size,
+            position_embedding=config.position_embedding,
+            dropout=config.dropout,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            one_hot_lookup=one_hot_embeddings,
+            dtype=dtype,
+            name="embeddings",
+        )
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        bias = attention_bias(inputs["padding_mask"])
+        blocks, layer_outputs = [], []
+        remat_scope = keras.RematScope(mode="full") if remat else contextlib.nullcontext()
+        with remat_scope:
+            for index in range(config.num_layers):
+                block = TransformerEncoderBlock(
+                    num_heads=config.num_heads,
+                    intermediate_size=config.intermediate_size,
+                    activation=config.hidden_act,
+                    dropout=config.dropout,
+                    attention_dropout=config.attention_dropout,
+                    layer_norm_eps=config.layer_norm_eps,
+                    norm_first=config.norm_first,
+                    initializer_range=config.initializer_range,
+                    dtype=dtype,
+                    name=f"block_{index}",
+                )
+                x = block(x, bias)
+                blocks.append(block)
+                layer_outputs.append(x)
+        final_norm = None
+        if config.norm_first:
+            # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.
+            final_norm = keras.layers.LayerNormalization(
+                epsilon=config.layer_norm_eps, dtype="float32", name="final_norm")
+            x = keras.ops.cast(final_norm(x), embeddings.compute_dtype)
+        pooler = keras.layers.Dense(
+            config.hidden_size, activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=config.initializer_range),
+            dtype=dtype, name="pooler")
+        outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
+        if output_encoder_outputs:
+            outputs["encoder_outputs"] = layer_outputs
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        self.config = config
+        self.output_encoder_outputs = output_encoder_outputs
+        self.one_hot_embeddings = one_hot_embeddings
+        self.remat = remat
+        self.embeddings = embeddings
+        self.blocks = blocks
+        self.final_norm = final_norm
+        self.pooler = pooler
+
+    @property
+    def word_embeddings(self):
+        """The `[vocab, embedding]` word table (the masked-LM decoder is tied to it)."""
+        return self.embeddings.word_embeddings
+
+    def get_config(self):
+        return {
+            "config": self.config.to_dict(),
+            "output_encoder_outputs": self.output_encoder_outputs,
+            "one_hot_embeddings": self.one_hot_embeddings,
+            "remat": self.remat,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,62 @@
+import json
+
+import pytest
+
+from keras_bert_core import PRESETS, BertConfig
+
+
+def test_presets_have_the_published_sizes():
+    expected = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
+                "medium": (8, 512, 8), "base": (12, 768, 12), "large": (24, 1024, 16)}
+    for name, (layers, hidden, heads) in expected.items():
+        cfg = BertConfig.preset(name)
+        assert (cfg.num_layers, cfg.hidden_size, cfg.num_heads) == (layers, hidden, heads)
+        assert cfg.intermediate_size == 4 * hidden
+    assert set(PRESETS) == set(expected)
+
+
+def test_unknown_preset_lists_the_choices():
+    with pytest.raises(ValueError, match="tiny"):
+        BertConfig.preset("huge")
+
+
+def test_reads_hugging_face_and_google_research_json(tmp_path):
+    hf = {"architectures": ["BertModel"], "hidden_act": "gelu", "hidden_size": 384,
+          "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
+          "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+          "max_position_embeddings": 512, "type_vocab_size": 2, "vocab_size": 30522,
+          "initializer_range": 0.02, "layer_norm_eps": 1e-12, "model_type": "bert"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(hf))
+    cfg = BertConfig.from_json(path)
+    assert (cfg.num_layers, cfg.num_heads, cfg.hidden_size, cfg.head_size) == (6, 12, 384, 32)
+
+    google = {k: v for k, v in hf.items() if k not in ("layer_norm_eps", "architectures",
+                                                        "model_type")}
+    path.write_text(json.dumps(google))
+    assert BertConfig.from_json(path) == cfg
+
+
+def test_json_round_trip_uses_bert_key_names(tmp_path):
+    cfg = BertConfig.preset("mini", hidden_act="gelu_approximate", dropout=0.0)
+    path = tmp_path / "bert_config.json"
+    cfg.to_json(path)
+    values = json.loads(path.read_text())
+    assert values["num_hidden_layers"] == 4 and values["hidden_act"] == "gelu_new"
+    assert BertConfig.from_json(path) == cfg
+
+
+def test_invalid_values_are_named():
+    with pytest.raises(ValueError, match="not divisible by num_heads"):
+        BertConfig(hidden_size=100, num_heads=12)
+    with pytest.raises(ValueError, match="hidden_act"):
+        BertConfig(hidden_act="swishy")
+    with pytest.raises(ValueError, match="vocab_size"):
+        BertConfig(vocab_size=0)
+
+
+def test_broken_json_names_the_file(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="config.json"):
+        BertConfig.from_json(path)

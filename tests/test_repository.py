@@ -1,0 +1,33 @@
+"""Checks on the repository itself: style, the CLI entry point, README and CI agreement."""
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_ruff_is_clean():
+    ruff = shutil.which("ruff") or str(pathlib.Path(sys.executable).parent / "ruff")
+    if not pathlib.Path(ruff).exists():
+        pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
+    result = subprocess.run([ruff, "check", str(ROOT)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    test_command = ci.strip().splitlines()[-1]
+    assert test_command in readme
+
+
+def test_kbc_version_and_help_answer_without_error():
+    for flag in ("--version", "--help"):
+        result = subprocess.run([sys.executable, "-m", "keras_bert_core.cli", flag],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "kbc" in result.stdout or "keras_bert_core" in result.stdout
