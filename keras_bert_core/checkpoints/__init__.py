@@ -1,0 +1,30 @@
+"""Load pretrained BERT weights: Hugging Face safetensors, google-research TF1 checkpoints,
+TF Model Garden TF2 checkpoints, keras-hub presets and `.keras` files. Never unpickles."""
+
+from keras_bert_core.checkpoints.google_research import save_google_research_checkpoint
+from keras_bert_core.checkpoints.loader import (
+    FORMATS,
+    convert_checkpoint,
+    detect_format,
+    load_checkpoint,
+    load_pretrainer,
+    read_pretraining_head_weights,
+)
+from keras_bert_core.checkpoints.weights import (
+    CheckpointError,
+    CheckpointMismatchError,
+    encoder_variables,
+)
+
+__all__ = [
+    "FORMATS",
+    "CheckpointError",
+    "CheckpointMismatchError",
+    "convert_checkpoint",
+    "detect_format",
+    "encoder_variables",
+    "load_checkpoint",
+    "load_pretrainer",
+    "read_pretraining_head_weights",
+    "save_google_research_checkpoint",
+]

@@ -1,0 +1,45 @@
+"""`.keras` files: a saved `BertEncoder`, or a task model with one inside."""
+
+from __future__ import annotations
+
+from keras_bert_core.checkpoints.readers import describe_error
+from keras_bert_core.checkpoints.weights import CheckpointError
+from keras_bert_core.models import BertEncoder
+
+
+def matches(path):
+    return path.endswith(".keras")
+
+
+def find_model(model, cls):
+    """The first instance of `cls` in `model` or nested in its layers (depth first), or `None`."""
+    if isinstance(model, cls):
+        return model
+    for layer in getattr(model, "layers", ()):
+        found = find_model(layer, cls)
+        if found is not None:
+            return found
+    return None
+
+
+def load_model(path):
+    """`keras.saving.load_model`, with failures reported as a `CheckpointError` on `path`.
+
+    Weights only: the optimizer state is not restored (task models compile themselves).
+    """
+    import keras
+
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as e:  # zip, JSON or deserialization errors
+        raise CheckpointError(f"{path}: cannot load this .keras file ({describe_error(e)})") \
+            from None
+
+
+def load(path):
+    """Load a `.keras` file and return `(encoder, config)` of the `BertEncoder` inside."""
+    model = load_model(path)
+    encoder = find_model(model, BertEncoder)
+    if encoder is None:
+        raise CheckpointError(f"{path}: holds a {type(model).__name__} with no BertEncoder inside")
+    return encoder, encoder.config
