@@ -16,6 +16,13 @@ _EXPORTS = {
     "BertConfig": "keras_bert_core.config",
     "PRESETS": "keras_bert_core.config",
     "BertEncoder": "keras_bert_core.models",
+    "load_checkpoint": "keras_bert_core.checkpoints",
+    "load_pretrainer": "keras_bert_core.checkpoints",
+    "convert_checkpoint": "keras_bert_core.checkpoints",
+    "read_pretraining_head_weights": "keras_bert_core.checkpoints",
+    "save_google_research_checkpoint": "keras_bert_core.checkpoints",
+    "CheckpointError": "keras_bert_core.checkpoints",
+    "CheckpointMismatchError": "keras_bert_core.checkpoints",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]
