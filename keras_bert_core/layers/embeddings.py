@@ -136,6 +136,22 @@ class BertEmbeddings(keras.layers.Layer):
         }
 
 
+def document_positions(padding_mask):
+    """Position ids `[batch, seq]` that restart at 0 where each packed document starts.
+
+    `padding_mask` holds a positive document id per real token (documents contiguous, ids
+    increasing along the row) and 0 at padding. With a single document (ids all 1) this is
+    `0 .. seq-1`, BERT's usual positions, so every input can take this path.
+    """
+    query_doc = padding_mask[:, :, None]
+    key_doc = padding_mask[:, None, :]
+    earlier_docs = ops.logical_and(ops.less(key_doc, query_doc), ops.greater(key_doc, 0))
+    start = ops.sum(ops.cast(earlier_docs, "int32"), axis=-1)
+    # cumsum of ones, not arange: the sequence length is unknown while building the model.
+    index = ops.cumsum(ops.ones_like(padding_mask), axis=1) - 1
+    return ops.cast(index - start, "int32")
+
+
 def _sinusoidal(position_ids, width, dtype):
     """The Transformer's fixed sin/cos position encoding, `[batch or 1, seq, width]`."""
     half = width // 2

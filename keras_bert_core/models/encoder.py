@@ -6,7 +6,7 @@ import keras
 
 from keras_bert_core.config import BertConfig
 from keras_bert_core.layers.attention import attention_bias
-from keras_bert_core.layers.embeddings import BertEmbeddings
+from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -34,7 +34,9 @@ class BertEncoder(keras.Model):
             global policy.
 
     Inputs: a dict of int32 `[batch, seq]` tensors `token_ids`, `segment_ids` and
-    `padding_mask` (1 at real tokens, 0 at padding; positive document ids for packed rows).
+    `padding_mask` (1 at real tokens, 0 at padding). Several documents packed into one row
+    carry document ids 1, 2, 3... in `padding_mask`: attention stays within each document
+    and positions restart at each, so a packed row computes what separate rows would.
 
     Outputs: a dict with `sequence_output` `[batch, seq, hidden]`, `pooled_output`
     `[batch, hidden]` and, on request, `encoder_outputs` (a list, one per block).
@@ -69,7 +71,8 @@ class BertEncoder(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        x = embeddings(inputs["token_ids"], inputs["segment_ids"],
+                       document_positions(inputs["padding_mask"]))
         bias = attention_bias(inputs["padding_mask"])
         blocks, layer_outputs = [], []
         remat_scope = keras.RematScope(mode="full") if remat else contextlib.nullcontext()
