@@ -1,0 +1,240 @@
+"""Dynamic masked-language-model masking that runs in the TensorFlow graph.
+
+Masks are drawn per batch inside `tf.data` (or a Keras model), so every epoch sees new
+masks, and every output has a static shape so the training step compiles once.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+from keras_bert_core.text.vocab_file import load_vocabulary
+
+# "[PAD]", "[CLS]", "[unused17]"...: bracketed tokens are never selected or drawn as random ids.
+_SPECIAL_TOKEN = re.compile(r"^\[[^\[\]\s]+\]$")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class MaskedLMMasker(keras.layers.Layer):
+    """Selects and corrupts tokens for masked-language-model training, BERT style.
+
+    Per sequence it selects `round(mask_rate * n)` of the `n` eligible tokens (at least one
+    when any is eligible, at most `max_predictions_per_seq`). Eligible tokens are those that
+    are not padding and not special (any bracketed token such as `[CLS]`, `[SEP]`, `[PAD]`,
+    `[UNK]`, `[MASK]`, `[unused0]`). Each selected token becomes `[MASK]` with probability
+    `mask_token_rate`, a random non-special token with probability `random_token_rate`, and
+    stays itself otherwise. With `whole_word_masking`, words (a piece plus its following
+    `##` continuation pieces) are selected together, in random order, until the budget is
+    reached; the word that would overshoot it is taken with probability (room left / its
+    length), so the expected rate stays `mask_rate` of the pieces.
+
+    Everything is vectorized over the batch with stateless random ops, so the layer runs in
+    `tf.data.Dataset.map`, under `tf.function` and in a Keras model; a given `seed` always
+    gives the same masks.
+
+    Args:
+        vocabulary: list of tokens, path of a `vocab.txt` (one token a line), or the
+            package's `BertTokenizer` (its vocabulary is used). Must hold the BERT special
+            tokens `[PAD] [UNK] [CLS] [SEP] [MASK]`.
+        max_predictions_per_seq: int, the fixed width `P` of the prediction outputs.
+        mask_rate: float, fraction of eligible tokens to select.
+        mask_token_rate: float, fraction of selected tokens replaced with `[MASK]`.
+        random_token_rate: float, fraction of selected tokens replaced with a random token.
+        whole_word_masking: bool, select whole words instead of single pieces.
+        seed: int or None, seeds the layer's generator, used when `call` gets no `seed`.
+        **kwargs: base `keras.layers.Layer` arguments (`name`, ...).
+
+    Call arguments:
+        token_ids: int tensor `[B, T]`.
+        padding_mask: optional int tensor `[B, T]`, nonzero for real tokens.
+        seed: optional int tensor of shape `[2]`, a stateless seed; if None the layer's
+            `keras.random.SeedGenerator` supplies one (in `tf.data`, pass a seed).
+
+    Returns:
+        dict of `token_ids` (int32 `[B, T]`, corrupted), `masked_positions` (int32
+        `[B, P]`, ascending, 0 in unused slots), `masked_ids` (int32 `[B, P]`, the original
+        ids, 0 in unused slots) and `masked_weights` (float32 `[B, P]`, 1.0 for real
+        predictions).
+
+    Example:
+
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "##s"]
+    >>> masker = MaskedLMMasker(vocab, max_predictions_per_seq=2)
+    >>> out = masker(tf.constant([[2, 5, 6, 8, 7, 3, 0, 0]]), seed=tf.constant([1, 2]))
+    >>> out["masked_positions"].shape, float(tf.reduce_sum(out["masked_weights"]))
+    (TensorShape([1, 2]), 1.0)
+
+    In a `tf.data` pipeline, draw one seed per batch so that masks change every epoch but
+    repeat for the same `seed`:
+
+    >>> ids = tf.data.Dataset.from_tensors(tf.constant([[2, 5, 6, 8, 7, 3, 0, 0]])).repeat(4)
+    >>> seeds = tf.data.Dataset.random(seed=7, rerandomize_each_iteration=True).batch(2)
+    >>> ds = tf.data.Dataset.zip(ids, seeds).map(lambda x, s: masker(x, seed=s))
+    """
+
+    def __init__(
+        self,
+        vocabulary,
+        max_predictions_per_seq=20,
+        mask_rate=0.15,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        whole_word_masking=False,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary = load_vocabulary(getattr(vocabulary, "vocabulary", vocabulary))
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self.mask_rate = mask_rate
+        self.mask_token_rate = mask_token_rate
+        self.random_token_rate = random_token_rate
+        self.whole_word_masking = whole_word_masking
+        self.seed = seed
+        if not 0.0 < mask_rate <= 1.0:
+            raise ValueError(f"`mask_rate` must be in (0, 1], got {mask_rate}.")
+        if (
+            mask_token_rate < 0
+            or random_token_rate < 0
+            or (mask_token_rate + random_token_rate > 1.0)
+        ):
+            raise ValueError(
+                "`mask_token_rate` and `random_token_rate` must be >= 0 and sum to <= 1, "
+                f"got {mask_token_rate} and {random_token_rate}."
+            )
+        special = [bool(_SPECIAL_TOKEN.match(t)) for t in self.vocabulary]
+        self.mask_id = self.vocabulary.index("[MASK]")
+        # Created eagerly even when the layer is built inside a tf.function.
+        with tf.init_scope():
+            self._selectable = tf.constant([not s for s in special])
+            self._continuation = tf.constant([t.startswith("##") for t in self.vocabulary])
+            self._normal_ids = tf.constant([i for i, s in enumerate(special) if not s], tf.int32)
+        self._seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, token_ids, padding_mask=None, seed=None):
+        if seed is None:
+            seed = self._seed_generator.next()
+        seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 4)
+        token_ids = tf.cast(token_ids, tf.int32)
+        batch_size, seq_length = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
+        num_predictions = self.max_predictions_per_seq
+
+        eligible = tf.gather(self._selectable, token_ids)
+        if padding_mask is not None:
+            eligible &= tf.cast(padding_mask, tf.int32) > 0
+        if self.whole_word_masking:
+            # A "##" piece continues the word of the eligible token before it; after a
+            # special token or at a truncated segment start it begins a word of its own.
+            follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+            starts = eligible & ~(tf.gather(self._continuation, token_ids) & follows_eligible)
+        else:
+            starts = eligible
+
+        # Number words 1..W per row (0 = ineligible) and count the pieces of each word.
+        word_index = tf.where(eligible, tf.cumsum(tf.cast(starts, tf.int32), axis=1), 0)
+        row_offset = tf.range(batch_size)[:, None] * (seq_length + 1)
+        word_lengths = tf.reshape(
+            tf.math.unsorted_segment_sum(
+                tf.cast(eligible, tf.int32),
+                word_index + row_offset,
+                batch_size * (seq_length + 1),
+            ),
+            [batch_size, seq_length + 1],
+        )
+        start_lengths = tf.where(starts, tf.gather(word_lengths, word_index, batch_dims=1), 0)
+
+        # Take words in random order while their pieces fit the budget. The word that
+        # crosses the budget is taken with probability (room left / its length), so the
+        # expected count matches the budget for whole words too. Always take one word.
+        num_eligible = tf.reduce_sum(tf.cast(eligible, tf.float32), axis=1)
+        budget = tf.clip_by_value(
+            tf.cast(tf.round(num_eligible * self.mask_rate), tf.int32), 1, num_predictions
+        )[:, None]
+        noise = tf.random.stateless_uniform([batch_size, seq_length], seeds[0])
+        order = tf.argsort(tf.where(starts, noise, 2.0), axis=1)
+        sorted_lengths = tf.gather(start_lengths, order, batch_dims=1)
+        total = tf.cumsum(sorted_lengths, axis=1)
+        room = tf.cast(budget - (total - sorted_lengths), tf.float32)
+        crossing_taken = (
+            (room > 0)
+            & (total <= num_predictions)
+            & (
+                tf.random.stateless_uniform([batch_size, seq_length], seeds[3])
+                * tf.cast(sorted_lengths, tf.float32)
+                < room
+            )
+        )
+        take = (total <= budget) | crossing_taken | (tf.range(seq_length) == 0)
+        take &= sorted_lengths > 0
+        chosen_starts = tf.gather(take, tf.argsort(order, axis=1), batch_dims=1)
+        chosen_words = tf.reshape(
+            tf.math.unsorted_segment_max(
+                tf.cast(chosen_starts, tf.int32),
+                word_index + row_offset,
+                batch_size * (seq_length + 1),
+            ),
+            [batch_size, seq_length + 1],
+        )
+        selected = eligible & (tf.gather(chosen_words, word_index, batch_dims=1) > 0)
+
+        # The first P selected positions, ascending; unused slots point at position 0.
+        key = tf.where(selected, seq_length - tf.range(seq_length), 0)
+        key = tf.pad(key, [[0, 0], [0, tf.maximum(num_predictions - seq_length, 0)]])
+        top_keys, top_positions = tf.math.top_k(key, k=num_predictions)
+        weights = tf.cast(top_keys > 0, tf.int32)
+        positions = top_positions * weights
+        masked_ids = tf.gather(token_ids, positions, batch_dims=1) * weights
+
+        action = tf.random.stateless_uniform([batch_size, num_predictions], seeds[1])
+        random_ids = tf.gather(
+            self._normal_ids,
+            tf.random.stateless_uniform(
+                [batch_size, num_predictions],
+                seeds[2],
+                maxval=tf.size(self._normal_ids),
+                dtype=tf.int32,
+            ),
+        )
+        keep_or_random = tf.where(
+            action < self.mask_token_rate + self.random_token_rate, random_ids, masked_ids
+        )
+        new_ids = tf.where(action < self.mask_token_rate, self.mask_id, keep_or_random)
+        # Add (new - old) at each real slot; unused slots add 0 to position 0.
+        rows = tf.broadcast_to(tf.range(batch_size)[:, None], [batch_size, num_predictions])
+        masked_token_ids = token_ids + tf.scatter_nd(
+            tf.stack([rows, positions], axis=-1),
+            (new_ids - masked_ids) * weights,
+            [batch_size, seq_length],
+        )
+        return {
+            "token_ids": masked_token_ids,
+            "masked_positions": positions,
+            "masked_ids": masked_ids,
+            "masked_weights": tf.cast(weights, tf.float32),
+        }
+
+    def compute_output_spec(self, token_ids, padding_mask=None, seed=None):
+        batch_size, seq_length = token_ids.shape
+        slots = (batch_size, self.max_predictions_per_seq)
+        return {
+            "token_ids": keras.KerasTensor((batch_size, seq_length), dtype="int32"),
+            "masked_positions": keras.KerasTensor(slots, dtype="int32"),
+            "masked_ids": keras.KerasTensor(slots, dtype="int32"),
+            "masked_weights": keras.KerasTensor(slots, dtype="float32"),
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary": self.vocabulary,
+                "max_predictions_per_seq": self.max_predictions_per_seq,
+                "mask_rate": self.mask_rate,
+                "mask_token_rate": self.mask_token_rate,
+                "random_token_rate": self.random_token_rate,
+                "whole_word_masking": self.whole_word_masking,
+                "seed": self.seed,
+            }
+        )
+        return config
