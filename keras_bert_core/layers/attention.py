@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 # Added to the scores of masked keys; large but finite, so fully masked rows stay NaN-free.
-_MASK_PENALTY = -1e9
+MASK_PENALTY = -1e9
 
 
 def attention_bias(padding_mask):
@@ -20,7 +20,7 @@ def attention_bias(padding_mask):
     # ops.equal, not `==`: on symbolic Keras tensors `==` is Python identity, not elementwise.
     same_doc = ops.logical_or(ops.equal(query_doc, key_doc), ops.equal(query_doc, 0))
     allowed = ops.logical_and(ops.greater(key_doc, 0), same_doc)
-    bias = ops.where(allowed, 0.0, _MASK_PENALTY)
+    bias = ops.where(allowed, 0.0, MASK_PENALTY)
     # float32 even under mixed precision: the penalty overflows float16.
     return ops.cast(bias[:, None, :, :], "float32")
 

@@ -1,5 +1,12 @@
 """Functional Keras models built from `layers/`: the encoder and the task models."""
 
+from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.encoder import BertEncoder
+from keras_bert_core.models.multiple_choice import BertMultipleChoice
+from keras_bert_core.models.pretrainer import BertPretrainer
+from keras_bert_core.models.span_labeler import BertSpanLabeler
+from keras_bert_core.models.task import TaskModel, bert_adamw
+from keras_bert_core.models.token_classifier import BertTokenClassifier
 
-__all__ = ["BertEncoder"]
+__all__ = ["BertEncoder", "BertClassifier", "BertMultipleChoice", "BertPretrainer",
+           "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "bert_adamw"]

@@ -118,6 +118,14 @@ class BertEncoder(keras.Model):
         self.final_norm = final_norm
         self.pooler = pooler
 
+    def call(self, inputs, training=None, mask=None):
+        # Select by name: Keras matches a dict with extra keys (say, a pretraining batch that
+        # also holds masked_positions) to the inputs by position, and fails deep in attention.
+        # (Keras itself names a missing key.)
+        if isinstance(inputs, dict):
+            inputs = {name: inputs[name] for name in INPUT_NAMES if name in inputs}
+        return super().call(inputs, training=training, mask=mask)
+
     @property
     def word_embeddings(self):
         """The `[vocab, embedding]` word table (the masked-LM decoder is tied to it)."""

@@ -32,6 +32,16 @@ def test_outputs_and_any_sequence_length():
         np.testing.assert_allclose(out["encoder_outputs"][-1], out["sequence_output"])
 
 
+def test_inputs_are_taken_by_name():
+    encoder = kbc.BertEncoder(TINY)
+    inputs = make_inputs()
+    extra = {"masked_positions": np.zeros((3, 2), "int32"), **inputs}
+    np.testing.assert_array_equal(encoder(inputs)["sequence_output"],
+                                  encoder(extra)["sequence_output"])
+    with pytest.raises(ValueError, match="padding_mask"):
+        encoder({k: v for k, v in inputs.items() if k != "padding_mask"})
+
+
 def test_padding_does_not_change_real_token_outputs():
     encoder = kbc.BertEncoder(TINY)
     inputs = make_inputs(batch=1, seq=8)

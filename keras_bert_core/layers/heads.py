@@ -1,0 +1,207 @@
+"""Task heads on top of the encoder: masked LM, classification (also NSP, tokens), span labeling.
+
+Every head returns float32 logits, also under mixed precision, so losses and softmaxes are
+computed at full precision.
+"""
+
+import keras
+from keras import ops
+
+from keras_bert_core.layers.attention import MASK_PENALTY
+from keras_bert_core.layers.transformer import ACTIVATIONS
+
+
+def _truncated_normal(stddev):
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class MaskedLMHead(keras.layers.Layer):
+    """BERT's masked-LM head, evaluated only at the masked positions.
+
+    The states at `masked_positions` are gathered first, then transformed
+    (dense -> activation -> LayerNorm) and decoded with the transposed word-embedding table
+    of `embeddings` plus a per-word `output_bias`. The decoder is tied to the table: it is the
+    same variable, so it trains from both ends. With factorized embeddings (ALBERT) the
+    transform maps the hidden width down to the table width.
+
+    Args:
+        embeddings: the encoder's `BertEmbeddings` (any layer with a `word_embeddings`
+            table `[vocab, embedding_size]`).
+        activation: `"gelu"`, `"gelu_approximate"`, `"relu"` or `"tanh"`.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call arguments:
+        sequence_output: `[batch, seq, hidden]`.
+        masked_positions: int32 `[batch, predictions]`, indices into `seq`.
+
+    Returns float32 logits `[batch, predictions, vocab]`. The weights are those of `transform`
+    (a dense layer, `kernel` `[hidden, embedding_size]`, `bias`), `layer_norm` (`gamma`,
+    `beta`) and `output_bias` `[vocab]` (google-research's `cls/predictions/*`).
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert_core.layers import BertEmbeddings
+    >>> embeddings = BertEmbeddings(vocab_size=50, hidden_size=16)
+    >>> embeddings.build()
+    >>> head = MaskedLMHead(embeddings)
+    >>> states = np.random.rand(2, 8, 16).astype("float32")
+    >>> tuple(head(states, np.array([[1, 4], [2, 0]], "int32")).shape)
+    (2, 2, 50)
+    >>> head.embeddings.word_embeddings is embeddings.word_embeddings
+    True
+    """
+
+    def __init__(self, embeddings, activation="gelu", layer_norm_eps=1e-12,
+                 initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
+        if not isinstance(embeddings, keras.layers.Layer):
+            raise TypeError("embeddings must be the encoder's embedding layer, "
+                            f"got {type(embeddings).__name__}")
+        self.embeddings = embeddings
+        self.activation = activation
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+
+    def build(self, sequence_output_shape, masked_positions_shape=None):
+        if not self.embeddings.built:
+            self.embeddings.build()
+        if not hasattr(self.embeddings, "word_embeddings"):
+            raise TypeError(f"{self.embeddings.name} has no `word_embeddings` table to tie to")
+        vocab_size, table_size = self.embeddings.word_embeddings.shape
+        self.transform = keras.layers.Dense(
+            table_size, kernel_initializer=_truncated_normal(self.initializer_range),
+            dtype=self.dtype_policy, name="transform")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_eps, dtype="float32", name="layer_norm")
+        self.transform.build(sequence_output_shape)
+        self.layer_norm.build((None, None, table_size))
+        self.output_bias = self.add_weight(
+            shape=(vocab_size,), initializer="zeros", name="output_bias")
+        self.built = True
+
+    def call(self, sequence_output, masked_positions):
+        states = ops.take_along_axis(
+            sequence_output, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
+        states = ACTIVATIONS[self.activation](self.transform(states))
+        states = ops.cast(self.layer_norm(states), self.compute_dtype)
+        table = ops.cast(self.embeddings.word_embeddings, self.compute_dtype)
+        logits = ops.matmul(states, ops.transpose(table))
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "embeddings": keras.saving.serialize_keras_object(self.embeddings),
+            "activation": self.activation,
+            "layer_norm_eps": self.layer_norm_eps,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        # Standalone, the head owns a fresh copy of the table; task models rebuild the tie.
+        config = dict(config)
+        embeddings = keras.saving.deserialize_keras_object(config.pop("embeddings"))
+        return cls(embeddings, **config)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class ClassificationHead(keras.layers.Layer):
+    """Dropout and a dense layer to `num_classes` logits, on any `[..., hidden]` input.
+
+    On the pooled output it classifies sequences (and, with `num_classes=2`, predicts BERT's
+    next sentence); on the sequence output it classifies every token; with `num_classes=1`
+    it scores (regression, multiple choice).
+
+    Args:
+        num_classes: number of logits per input vector.
+        dropout: dropout rate on the input.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call arguments:
+        x: `[..., hidden]`.
+
+    Returns float32 logits `[..., num_classes]`. The dense layer is `dense` (weights
+    `kernel` `[hidden, num_classes]` and `bias` `[num_classes]`).
+
+    Example:
+    >>> import numpy as np
+    >>> head = ClassificationHead(num_classes=3)
+    >>> tuple(head(np.random.rand(4, 16).astype("float32")).shape)
+    (4, 3)
+    """
+
+    def __init__(self, num_classes, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+        self.dense = keras.layers.Dense(
+            num_classes, kernel_initializer=_truncated_normal(initializer_range),
+            dtype=self.dtype_policy, name="dense")
+
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+        self.built = True
+
+    def call(self, x, training=None):
+        return ops.cast(self.dense(self.dropout_layer(x, training=training)), "float32")
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class SpanLabelingHead(keras.layers.Layer):
+    """Start and end logits of an answer span, one per token (extractive QA).
+
+    Padding positions get a large negative logit, so a softmax or an argmax never picks them.
+
+    Args:
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call arguments:
+        sequence_output: `[batch, seq, hidden]`.
+        padding_mask: int32 `[batch, seq]`, 0 at padding.
+
+    Returns a dict of float32 `[batch, seq]` tensors `start_logits` and `end_logits`. The
+    dense layer is `dense` (weights `kernel` `[hidden, 2]`, `bias` `[2]`; start, then end).
+
+    Example:
+    >>> import numpy as np
+    >>> head = SpanLabelingHead()
+    >>> out = head(np.random.rand(1, 4, 16).astype("float32"), np.array([[1, 1, 1, 0]]))
+    >>> tuple(out["start_logits"].shape), bool(out["end_logits"][0, 3] < -1e8)
+    ((1, 4), True)
+    """
+
+    def __init__(self, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.initializer_range = initializer_range
+        self.dense = keras.layers.Dense(
+            2, kernel_initializer=_truncated_normal(initializer_range),
+            dtype=self.dtype_policy, name="dense")
+
+    def build(self, sequence_output_shape, padding_mask_shape=None):
+        self.dense.build(sequence_output_shape)
+        self.built = True
+
+    def call(self, sequence_output, padding_mask):
+        logits = ops.cast(self.dense(sequence_output), "float32")
+        logits = ops.where((padding_mask > 0)[:, :, None], logits, MASK_PENALTY)
+        return {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
+
+    def get_config(self):
+        return {**super().get_config(), "initializer_range": self.initializer_range}

@@ -1,0 +1,65 @@
+"""`BertClassifier`: sequence and sequence-pair classification or regression."""
+
+import keras
+
+from keras_bert_core.layers.heads import ClassificationHead
+from keras_bert_core.models.encoder import encoder_inputs
+from keras_bert_core.models.task import TaskModel
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertClassifier(TaskModel):
+    """Classifies a text, or a pair of texts, from the encoder's pooled `[CLS]` output.
+
+    Pairs are the same model: the preprocessor packs both texts into one row with segment
+    ids 0 and 1. With `num_classes=1` it is a regression model (a score per input, mean
+    squared error, as for STS-B). Defaults: sparse categorical cross-entropy on the logits
+    and `accuracy` (regression: mean squared error and `mean_absolute_error`), optimizer
+    `bert_adamw(5e-5)`.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of classes; 1 for regression.
+        dropout: dropout rate on the pooled output.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`.
+
+    Outputs: float32 logits `[batch, num_classes]`. `fit` takes integer labels `[batch]`
+    (regression: float scores `[batch]` or `[batch, 1]`).
+
+    Example:
+    >>> import numpy as np
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = kbc.BertClassifier(encoder, num_classes=3)
+    >>> ids = np.array([[2, 10, 11, 3, 12, 3], [2, 13, 3, 0, 0, 0]], "int32")
+    >>> x = {"token_ids": ids, "segment_ids": np.array([[0, 0, 0, 0, 1, 1]] * 2, "int32"),
+    ...      "padding_mask": (ids > 0).astype("int32")}
+    >>> history = model.fit(x, np.array([2, 0]), verbose=0)
+    >>> model.predict(x, verbose=0).shape
+    (2, 3)
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+        config = self._check_encoder(encoder).config
+        inputs = encoder_inputs()
+        head = ClassificationHead(
+            num_classes, dropout=dropout, initializer_range=config.initializer_range,
+            dtype=encoder.dtype_policy, name="classifier")
+        logits = head(encoder(inputs)["pooled_output"])
+        super().__init__(encoder, inputs, logits, **kwargs)
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.head = head
+        self.compile()
+
+    def default_compile_args(self):
+        if self.num_classes == 1:
+            return {"loss": keras.losses.MeanSquaredError(),
+                    "metrics": [keras.metrics.MeanAbsoluteError()]}
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+
+    def get_config(self):
+        return {**super().get_config(), "num_classes": self.num_classes, "dropout": self.dropout}

@@ -1,0 +1,70 @@
+"""`BertMultipleChoice`: picks one of several candidate continuations (SWAG, RACE)."""
+
+import keras
+from keras import ops
+
+from keras_bert_core.layers.heads import ClassificationHead
+from keras_bert_core.models.encoder import INPUT_NAMES
+from keras_bert_core.models.task import TaskModel
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertMultipleChoice(TaskModel):
+    """Scores each (context, choice) pair from its pooled output; softmax across choices.
+
+    Every choice is packed with the context into its own row; the encoder sees the
+    `batch * num_choices` rows at once. The default loss is the sparse categorical
+    cross-entropy over the choices, the metric `accuracy`, the optimizer `bert_adamw(5e-5)`.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_choices: number of candidates per example.
+        dropout: dropout rate on the pooled output.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask`
+    `[batch, num_choices, seq]`.
+
+    Outputs: float32 logits `[batch, num_choices]`. `fit` takes the index of the right
+    choice, int `[batch]`.
+
+    Example:
+    >>> import numpy as np
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = kbc.BertMultipleChoice(encoder, num_choices=2)
+    >>> ids = np.array([[[2, 10, 3, 20, 3], [2, 10, 3, 21, 3]]], "int32")
+    >>> x = {"token_ids": ids, "segment_ids": np.array([[[0, 0, 0, 1, 1]] * 2], "int32"),
+    ...      "padding_mask": np.ones_like(ids)}
+    >>> history = model.fit(x, np.array([1]), verbose=0)
+    >>> model.predict(x, verbose=0).shape
+    (1, 2)
+    """
+
+    def __init__(self, encoder, num_choices, dropout=0.1, **kwargs):
+        config = self._check_encoder(encoder).config
+        if not isinstance(num_choices, int) or num_choices < 2:
+            raise ValueError(f"num_choices must be an integer >= 2, got {num_choices!r}")
+        inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        # One row per (choice, example), choice-major: [choices * batch, seq]. (A reshape
+        # would bake the symbolic, unknown `seq` into the graph.)
+        rows = {name: ops.concatenate(ops.unstack(tensor, axis=1), axis=0)
+                for name, tensor in inputs.items()}
+        head = ClassificationHead(
+            1, dropout=dropout, initializer_range=config.initializer_range,
+            dtype=encoder.dtype_policy, name="choice_scorer")
+        scores = head(encoder(rows)["pooled_output"])
+        logits = ops.transpose(ops.reshape(scores, (num_choices, -1)))
+        super().__init__(encoder, inputs, logits, **kwargs)
+        self.num_choices = num_choices
+        self.dropout = dropout
+        self.head = head
+        self.compile()
+
+    def default_compile_args(self):
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+
+    def get_config(self):
+        return {**super().get_config(), "num_choices": self.num_choices, "dropout": self.dropout}

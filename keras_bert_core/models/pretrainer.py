@@ -1,0 +1,139 @@
+"""`BertPretrainer`: BERT's pretraining model, masked LM plus next-sentence prediction."""
+
+import keras
+import numpy as np
+
+from keras_bert_core.layers.heads import ClassificationHead, MaskedLMHead
+from keras_bert_core.models.encoder import INPUT_NAMES, encoder_inputs
+from keras_bert_core.models.task import TaskModel
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertPretrainer(TaskModel):
+    """The encoder with BERT's masked-LM and next-sentence heads.
+
+    The masked-LM head runs only at `masked_positions` and its decoder is the encoder's word
+    table (tied). The default loss is the masked-LM cross-entropy averaged over the real
+    predictions (weighted by `masked_weights`, divided by their sum, as BERT does) plus the
+    next-sentence cross-entropy; the metrics are `mlm_accuracy` (weighted) and `nsp_accuracy`.
+    The default optimizer is `bert_adamw(1e-4)`.
+
+    Args:
+        encoder: a `BertEncoder`.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]` and
+    `masked_positions` `[batch, predictions]`.
+
+    Outputs: a dict of float32 logits, `mlm` `[batch, predictions, vocab]` and `nsp`
+    `[batch, 2]` (0: B follows A, 1: B is random, BERT's convention).
+
+    `fit` takes `(inputs, targets, sample_weights)` batches with
+    `targets = {"mlm": masked_ids, "nsp": next_sentence_labels}` and
+    `sample_weights = {"mlm": masked_weights, "nsp": ones}` (`masked_weights` is 0.0 at
+    unused prediction slots), as `text.pretraining_data` makes them. A `tf.data` dataset
+    may leave `"nsp"` out of the weights, or give no weights (every slot then counts).
+
+    Example:
+    >>> import numpy as np
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = kbc.BertPretrainer(encoder)
+    >>> ids = np.array([[2, 10, 4, 12, 3, 0]], "int32")
+    >>> x = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...      "padding_mask": (ids > 0).astype("int32"),
+    ...      "masked_positions": np.array([[2, 0]], "int32")}
+    >>> y = {"mlm": np.array([[11, 0]], "int32"), "nsp": np.array([0], "int32")}
+    >>> w = {"mlm": np.array([[1.0, 0.0]], "float32"), "nsp": np.ones(1, "float32")}
+    >>> history = model.fit(x, y, sample_weight=w, verbose=0)
+    >>> out = model.predict(x, verbose=0)
+    >>> out["mlm"].shape, out["nsp"].shape
+    ((1, 2, 100), (1, 2))
+    """
+
+    default_learning_rate = 1e-4
+
+    def __init__(self, encoder, **kwargs):
+        config = self._check_encoder(encoder).config
+        inputs = {**encoder_inputs(), "masked_positions": keras.Input(
+            shape=(None,), dtype="int32", name="masked_positions")}
+        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        masked_lm = MaskedLMHead(
+            encoder.embeddings, activation=config.hidden_act,
+            layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
+            dtype=encoder.dtype_policy, name="masked_lm")
+        next_sentence = ClassificationHead(
+            2, initializer_range=config.initializer_range, dtype=encoder.dtype_policy,
+            name="next_sentence")
+        outputs = {
+            "mlm": masked_lm(encoded["sequence_output"], inputs["masked_positions"]),
+            "nsp": next_sentence(encoded["pooled_output"]),
+        }
+        super().__init__(encoder, inputs, outputs, **kwargs)
+        self.masked_lm = masked_lm
+        self.next_sentence = next_sentence
+        self.compile()
+
+    def default_compile_args(self):
+        return {
+            "loss": {
+                "mlm": keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, reduction="mean_with_sample_weight"),
+                "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            },
+            # Keras prefixes metric names with the output's: `mlm_accuracy`, `nsp_accuracy`.
+            "metrics": {"nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
+            "weighted_metrics": {
+                "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
+        }
+
+    def _head_variables(self):
+        transform = self.masked_lm.transform
+        layer_norm = self.masked_lm.layer_norm
+        return {
+            "mlm/transform/kernel": transform.kernel,
+            "mlm/transform/bias": transform.bias,
+            "mlm/layer_norm/gamma": layer_norm.gamma,
+            "mlm/layer_norm/beta": layer_norm.beta,
+            "mlm/output_bias": self.masked_lm.output_bias,
+            "nsp/kernel": self.next_sentence.dense.kernel,
+            "nsp/bias": self.next_sentence.dense.bias,
+        }
+
+    def get_head_weights(self):
+        """The heads' weights as numpy arrays under the names `set_head_weights` takes."""
+        return {name: keras.ops.convert_to_numpy(variable)
+                for name, variable in self._head_variables().items()}
+
+    def set_head_weights(self, weights, strict=True):
+        """Loads pretrained head weights (the encoder's come with the encoder).
+
+        Args:
+            weights: dict of arrays named `mlm/transform/kernel` `[hidden, embedding]`,
+                `mlm/transform/bias`, `mlm/layer_norm/gamma`, `mlm/layer_norm/beta`
+                `[embedding]`, `mlm/output_bias` `[vocab]`, `nsp/kernel` `[hidden, 2]`,
+                `nsp/bias` `[2]`.
+            strict: require every name; with `False` the missing ones keep their values
+                (a checkpoint without the next-sentence head, say).
+
+        Raises:
+            ValueError: naming every missing, unexpected and mis-shaped weight; nothing is
+                assigned then.
+        """
+        variables = self._head_variables()
+        problems = [f"unexpected weight {name!r}" for name in weights if name not in variables]
+        if strict:
+            problems += [f"missing weight {name!r}" for name in variables if name not in weights]
+        arrays = {}
+        for name, value in weights.items():
+            if name not in variables:
+                continue
+            arrays[name] = np.asarray(value)
+            expected = tuple(variables[name].shape)
+            if arrays[name].shape != expected:
+                problems.append(f"weight {name!r} has shape {arrays[name].shape}, "
+                                f"the model expects {expected}")
+        if problems:
+            raise ValueError("Cannot load the pretrainer's head weights: " + "; ".join(problems))
+        for name, value in arrays.items():
+            variables[name].assign(value.astype(variables[name].dtype))
