@@ -5,8 +5,8 @@ from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.pretrainer import BertPretrainer
 from keras_bert_core.models.span_labeler import BertSpanLabeler
-from keras_bert_core.models.task import TaskModel, bert_adamw
+from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 
 __all__ = ["BertEncoder", "BertClassifier", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "bert_adamw"]
+           "BertSpanLabeler", "BertTokenClassifier", "TaskModel"]

@@ -15,7 +15,7 @@ class BertClassifier(TaskModel):
     ids 0 and 1. With `num_classes=1` it is a regression model (a score per input, mean
     squared error, as for STS-B). Defaults: sparse categorical cross-entropy on the logits
     and `accuracy` (regression: mean squared error and `mean_absolute_error`), optimizer
-    `bert_adamw(5e-5)`.
+    `BertAdamW(5e-5)`.
 
     Args:
         encoder: a `BertEncoder`.

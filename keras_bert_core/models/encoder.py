@@ -108,6 +108,10 @@ class BertEncoder(keras.Model):
         if output_encoder_outputs:
             outputs["encoder_outputs"] = layer_outputs
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        if dtype is not None:
+            # Functional models drop `dtype`; task models read the policy from the encoder
+            # (under mixed_float16 their compile adds loss scaling).
+            self.dtype_policy = keras.dtype_policies.get(dtype)
 
         self.config = config
         self.output_encoder_outputs = output_encoder_outputs

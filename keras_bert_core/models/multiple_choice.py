@@ -14,7 +14,7 @@ class BertMultipleChoice(TaskModel):
 
     Every choice is packed with the context into its own row; the encoder sees the
     `batch * num_choices` rows at once. The default loss is the sparse categorical
-    cross-entropy over the choices, the metric `accuracy`, the optimizer `bert_adamw(5e-5)`.
+    cross-entropy over the choices, the metric `accuracy`, the optimizer `BertAdamW(5e-5)`.
 
     Args:
         encoder: a `BertEncoder`.

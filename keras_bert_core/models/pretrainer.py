@@ -16,7 +16,7 @@ class BertPretrainer(TaskModel):
     table (tied). The default loss is the masked-LM cross-entropy averaged over the real
     predictions (weighted by `masked_weights`, divided by their sum, as BERT does) plus the
     next-sentence cross-entropy; the metrics are `mlm_accuracy` (weighted) and `nsp_accuracy`.
-    The default optimizer is `bert_adamw(1e-4)`.
+    The default optimizer is `BertAdamW(1e-4)`.
 
     Args:
         encoder: a `BertEncoder`.

@@ -16,7 +16,7 @@ class BertSpanLabeler(TaskModel):
 
     Padding positions score a large negative number, so they are never chosen. The default
     loss is the mean of the start and end cross-entropies, with `start_logits_accuracy` and
-    `end_logits_accuracy` as metrics; the optimizer is `bert_adamw(5e-5)`.
+    `end_logits_accuracy` as metrics; the optimizer is `BertAdamW(5e-5)`.
 
     Args:
         encoder: a `BertEncoder`.

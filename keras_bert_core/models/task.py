@@ -3,19 +3,7 @@
 import keras
 
 from keras_bert_core.models.encoder import BertEncoder
-
-# BERT leaves LayerNorm scales/offsets and biases out of weight decay (`output_bias` too).
-NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
-
-
-def bert_adamw(learning_rate):
-    """BERT's AdamW: weight decay 0.01 except on LayerNorm and biases, epsilon 1e-6, gradients
-    clipped to global norm 1. Constant learning rate; pass a schedule (a warmup, a decay) as
-    `learning_rate` or compile with another optimizer for more."""
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
-    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
-    return optimizer
+from keras_bert_core.optimizers import BertAdamW
 
 
 class _CompileArgs:
@@ -60,7 +48,8 @@ class TaskModel(keras.Model):
     default_learning_rate = 5e-5
 
     def __init__(self, encoder, inputs, outputs, **kwargs):
-        super().__init__(inputs=inputs, outputs=outputs, dtype=encoder.dtype_policy, **kwargs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.dtype_policy = encoder.dtype_policy  # functional models drop a `dtype` argument
         self.encoder = encoder
 
     @staticmethod
@@ -77,14 +66,14 @@ class TaskModel(keras.Model):
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
         """Like `keras.Model.compile`; `"auto"` means the task's default.
 
-        Defaults: `bert_adamw(default_learning_rate)` (1e-4 for pretraining, 5e-5 for
+        Defaults: `BertAdamW(default_learning_rate)` (1e-4 for pretraining, 5e-5 for
         fine-tuning), the task's loss and metrics.
         """
         self._compile_args = _CompileArgs(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
         defaults = self.default_compile_args()
         if isinstance(optimizer, str) and optimizer == "auto":
-            optimizer = bert_adamw(self.default_learning_rate)
+            optimizer = BertAdamW(learning_rate=self.default_learning_rate)
         if isinstance(loss, str) and loss == "auto":
             loss = defaults["loss"]
             kwargs.setdefault("loss_weights", defaults.get("loss_weights"))

@@ -17,7 +17,7 @@ class BertTokenClassifier(TaskModel):
     it to the word pieces after the first of each word and to special tokens. Padding
     positions are left out whatever label they carry. The default loss is the sparse
     categorical cross-entropy averaged over the labeled tokens; the metric is `accuracy` over
-    them; the optimizer is `bert_adamw(5e-5)`.
+    them; the optimizer is `BertAdamW(5e-5)`.
 
     Args:
         encoder: a `BertEncoder`.

@@ -135,6 +135,7 @@ def test_mixed_precision_keeps_norms_and_softmax_in_float32(policy):
     compute = policy.split("_")[1]
     out = encoder(make_inputs())
     assert out["sequence_output"].dtype == compute
+    assert encoder.dtype_policy.name == policy
     assert np.isfinite(np.asarray(out["sequence_output"], "float32")).all()
     assert encoder.blocks[0].attention_norm.compute_dtype == "float32"
     assert encoder.embeddings.layer_norm.compute_dtype == "float32"

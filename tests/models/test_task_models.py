@@ -126,7 +126,7 @@ def test_config_round_trip_rebuilds_the_same_model(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_default_compile_is_bert_adamw(case):
+def test_default_compile_is_bert_adamw_without_norm_or_bias_decay(case):
     model, *_ = make_case(case, num_layers=1)
     optimizer = model.optimizer
     assert isinstance(optimizer, keras.optimizers.AdamW)
@@ -162,3 +162,11 @@ def test_models_are_exported_from_the_models_package():
     for name in ("BertPretrainer", "BertClassifier", "BertSpanLabeler", "BertTokenClassifier",
                  "BertMultipleChoice"):
         assert hasattr(kbc.models, name)
+
+
+def test_task_model_takes_the_encoder_policy_and_scales_float16_losses():
+    encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100),
+                              dtype="mixed_float16")
+    model = kbc.BertClassifier(encoder, num_classes=2)
+    assert model.dtype_policy.name == "mixed_float16"
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)

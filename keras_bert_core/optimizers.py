@@ -1,0 +1,75 @@
+"""BERT's optimizers: AdamW and LAMB whose weight-decay exclusions survive saving.
+
+Keras-only (no TensorFlow), so task models can default to them; `training.create_optimizer`
+adds BERT's warmup + linear decay schedule.
+"""
+
+import keras
+
+# Matched (as regular expressions) against a variable's short name: Keras 3 names LayerNorm
+# weights "gamma"/"beta" and biases "bias"; the TF1-style spellings cover converted models.
+NO_WEIGHT_DECAY = ("bias", "gamma", "beta", "layer_norm", "LayerNorm")
+
+
+class _BertOptimizerMixin:
+    """BERT's defaults, and weight-decay exclusions that survive `get_config`: a plain Keras
+    optimizer forgets `exclude_from_weight_decay` when saved, so a reloaded model would decay
+    its LayerNorm weights and biases."""
+
+    def __init__(self, learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0,
+                 weight_decay_exclusions=NO_WEIGHT_DECAY, **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, epsilon=epsilon,
+                         global_clipnorm=global_clipnorm, **kwargs)
+        self.weight_decay_exclusions = tuple(weight_decay_exclusions)
+        if self.weight_decay_exclusions:
+            self.exclude_from_weight_decay(var_names=list(self.weight_decay_exclusions))
+
+    def get_config(self):
+        return {**super().get_config(),
+                "weight_decay_exclusions": list(self.weight_decay_exclusions)}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with BERT's defaults: weight decay 0.01 except on LayerNorm
+    weights and biases, epsilon 1e-6, betas 0.9/0.999, gradients clipped to global norm 1.
+
+    Args:
+        learning_rate: a float or a `LearningRateSchedule` (see `create_optimizer`).
+        weight_decay: decoupled weight decay rate.
+        epsilon: Adam's epsilon.
+        global_clipnorm: clip all gradients together to this global norm; `None` for none.
+        weight_decay_exclusions: regular expressions; a variable whose name matches one is
+            not decayed. Saved with the optimizer's config.
+        **kwargs: any other `keras.optimizers.AdamW` argument (`beta_1`, `beta_2`,
+            `gradient_accumulation_steps`, ...).
+
+    Example:
+    >>> import numpy as np
+    >>> norm = keras.layers.LayerNormalization()
+    >>> norm.build((None, 4))
+    >>> optimizer = BertAdamW(learning_rate=0.1, weight_decay=0.5)
+    >>> optimizer.apply([np.zeros(4, "float32")], [norm.gamma])
+    >>> norm.gamma.numpy().tolist()  # excluded: zero gradients leave it unchanged
+    [1.0, 1.0, 1.0, 1.0]
+    """
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BertLamb(_BertOptimizerMixin, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` with BERT's defaults (as `BertAdamW`), for large-batch pretraining.
+
+    Keras's LAMB differs from the LAMB paper's (and Model Garden's) in two ways: weight decay
+    is decoupled, applied as `w -= lr * weight_decay * w` before the step rather than added to
+    the update inside the trust ratio; and the layer-wise trust ratio applies to every
+    variable, LayerNorm weights and biases included. The exclusions here apply to weight
+    decay only.
+
+    Args: as `BertAdamW`; `**kwargs` takes any other `keras.optimizers.Lamb` argument.
+
+    Example:
+    >>> optimizer = BertLamb(learning_rate=1e-3)
+    >>> BertLamb.from_config(optimizer.get_config()).weight_decay_exclusions == (
+    ...     optimizer.weight_decay_exclusions)
+    True
+    """

@@ -1,0 +1,31 @@
+"""Training: BERT's optimizers and schedule, distribution strategies, fault-tolerant callbacks."""
+
+from keras_bert_core.training.callbacks import MetricsLogger, completed_epochs, training_callbacks
+from keras_bert_core.training.distribution import (
+    STRATEGIES,
+    KerasMultiWorkerMirroredStrategy,
+    distribution_strategy,
+    per_replica_batch_size,
+)
+from keras_bert_core.training.optimizer import (
+    NO_WEIGHT_DECAY,
+    BertAdamW,
+    BertLamb,
+    create_optimizer,
+)
+from keras_bert_core.training.schedule import WarmupLinearDecay
+
+__all__ = [
+    "NO_WEIGHT_DECAY",
+    "STRATEGIES",
+    "BertAdamW",
+    "BertLamb",
+    "KerasMultiWorkerMirroredStrategy",
+    "MetricsLogger",
+    "WarmupLinearDecay",
+    "completed_epochs",
+    "create_optimizer",
+    "distribution_strategy",
+    "per_replica_batch_size",
+    "training_callbacks",
+]

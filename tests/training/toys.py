@@ -1,0 +1,65 @@
+"""A tiny BERT classifier and a learnable toy dataset, shared by the training tests and the
+worker scripts they start (`python -m tests.training.<script>` from the repository root)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import keras_bert_core as kbc
+from keras_bert_core.models.classifier import BertClassifier
+
+SEQ = 16
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def tiny_config(**overrides):
+    """One small block, no dropout: runs are deterministic given the initial weights."""
+    return kbc.BertConfig(**{
+        "vocab_size": 64, "hidden_size": 32, "num_layers": 1, "num_heads": 2,
+        "intermediate_size": 64, "max_position_embeddings": SEQ, "dropout": 0.0,
+        "attention_dropout": 0.0, **overrides})
+
+
+def toy_classifier(optimizer=None, **encoder_kwargs):
+    """A `BertClassifier` on a tiny encoder, compiled with `optimizer` (else its default)."""
+    encoder = kbc.BertEncoder(tiny_config(), **encoder_kwargs)
+    model = BertClassifier(encoder, num_classes=2, dropout=0.0)
+    if optimizer is not None:
+        model.compile(optimizer=optimizer)
+    return model
+
+
+def toy_examples(num_examples, seed=0):
+    """Encoder inputs and labels (is token 1 even?), int32 as the encoder wants them."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(4, 64, size=(num_examples, SEQ)).astype("int32")
+    ids[:, 0] = 2
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    return x, (ids[:, 1] % 2).astype("int32")
+
+
+def toy_dataset(batch_size, num_examples=64, seed=0):
+    """The toy examples batched with static shapes, in a fixed order."""
+    return tf.data.Dataset.from_tensor_slices(toy_examples(num_examples, seed)).batch(
+        batch_size, drop_remainder=True)
+
+
+def write_result(path, **values):
+    """Writes a worker's findings as JSON for the test that started it."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(values, f)
+
+
+def run_script(module, *args, env=None, **popen_kwargs):
+    """Starts `python -m tests.training.<module> args...` from the repository root, quiet and
+    CPU-only, without the parent's TF_CONFIG; returns the `subprocess.Popen`."""
+    environment = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
+    environment.update({"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", f"tests.training.{module}", *map(str, args)], cwd=ROOT,
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        **popen_kwargs)
