@@ -1,0 +1,180 @@
+"""SavedModel export: one directory that TF Serving loads and that takes raw text."""
+
+import os
+import shutil
+import tempfile
+import warnings
+
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from keras_bert_core.export.tasks import serving_task
+from keras_bert_core.export.warmup import write_warmup_requests
+from keras_bert_core.text.op_allowlists import graph_op_types, unsupported_tf_serving_ops
+
+SIGNATURES = ("serving_default", "predict_ids", "tokenize")
+VOCAB_ASSET = "vocab.txt"
+
+
+def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shape=False,
+                   text_outputs=True):
+    """A `tf.Module` whose `tf.function`s serve `model` behind `preprocessor`.
+
+    Args:
+        model: the Keras model.
+        preprocessor: a `BertPreprocessor`.
+        task: the `ServingTask` that reads the texts and shapes the answers.
+        signatures: which functions to build, among `SIGNATURES`: `serving_default` (raw
+            text in, answers out), `predict_ids` (encoder inputs in, answers out) and
+            `tokenize` (raw text in, encoder inputs out).
+        static_shape: pad to `preprocessor.seq_length` (TFLite) instead of to the
+            longest sequence of the batch, rounded up to a multiple of 8.
+        text_outputs: also answer what needs wordpiece offsets (answer text, words).
+
+    Returns:
+        `(module, concrete_functions)`, the latter a dict keyed by signature name.
+    """
+
+    def answer(features):
+        if not static_shape:
+            # An empty batch packs to width 0, but the encoder reads position 0 ([CLS]).
+            features = {name: tf.pad(ids, [[0, 0]] * (ids.shape.rank - 1)
+                                     + [[0, tf.maximum(1 - tf.shape(ids)[-1], 0)]])
+                        for name, ids in features.items()}
+        return features, task.outputs(model(features, training=False), features)
+
+    def predict_ids(features):
+        return answer(features)[1]
+
+    def serving_default(texts):
+        features, offsets = task.encode(preprocessor, texts, static_shape, text_outputs)
+        features, outputs = answer(features)
+        if text_outputs:
+            outputs.update(task.text_outputs(outputs, features, texts, offsets))
+        return outputs
+
+    def tokenize(texts):
+        return task.encode(preprocessor, texts, static_shape, with_offsets=False)[0]
+
+    seq_length = preprocessor.seq_length if static_shape else None
+    functions = {"serving_default": (serving_default, task.text_specs()),
+                 "predict_ids": (predict_ids, task.ids_specs(seq_length)),
+                 "tokenize": (tokenize, task.text_specs())}
+    concrete = {name: tf.function(functions[name][0], input_signature=[functions[name][1]],
+                                  autograph=False).get_concrete_function()
+                for name in signatures}
+    # Only the signatures are saved (saving `tf.function` attributes would trace them again).
+    module = tf.Module()
+    # Track the variables the functions read on the module itself, not through the Keras
+    # objects: the SavedModel then holds no Keras object, and the TFLite converter freezes
+    # them (it leaves variables reached only through Keras layers as resource variables).
+    variables = {id(v): v for function in concrete.values() for v in function.variables}
+    module.model_variables = list(variables.values())
+    return module, concrete
+
+
+def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs=False,
+                       label_names=None, max_answer_length=30, warmup=True, overwrite=False):
+    """Writes a SavedModel that serves `model` from raw text, tokenizer inside.
+
+    Signatures (see `export/README.md` for every input and output):
+
+    - `serving_default`: raw strings in (`text`; `text_a` and `text_b` with `pairs=True`;
+      `question` and `context` for a span labeler; `text` and `choices` for multiple
+      choice), the task's answers out: probabilities, `label` (and `label_name`) for a
+      classifier; the best span and its `answer` text for a span labeler; `tags` per
+      wordpiece and per word for a token classifier; `pooled_output` and `mean_embedding`
+      for a bare encoder.
+    - `predict_ids`: int32 `token_ids`, `segment_ids`, `padding_mask` in, the same answers
+      out but those that need the text.
+    - `tokenize`: raw strings in, the int32 encoder inputs out.
+
+    Each batch is padded to its longest sequence, rounded up to a multiple of 8, at most
+    `preprocessor.seq_length`. The vocabulary travels as the asset `assets/vocab.txt`; the
+    export holds no absolute path. The graph holds TensorFlow core ops and the tf.text ops
+    that TF Serving links (a warning names any other).
+
+    Args:
+        model: a task model (`BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier`,
+            `BertMultipleChoice`), a `BertEncoder`, or any Keras model on the encoder
+            inputs (its outputs are served as they are).
+        preprocessor: the `BertPreprocessor` the model was trained with.
+        path: where to write. With `name`, the TF Serving layout
+            `<path>/<name>/<version>/`; without, `path` itself is the SavedModel directory.
+        name: the model name TF Serving serves it under.
+        version: the version number (a positive integer), TF Serving's subdirectory.
+        pairs: serve text pairs (`text_a`, `text_b`) to a classifier, encoder or other
+            model.
+        label_names: class names of a classifier, or tag names of a token classifier.
+        max_answer_length: longest answer of a span labeler, in wordpieces.
+        warmup: write `assets.extra/tf_serving_warmup_requests` (needs
+            tensorflow-serving-api; skipped with a warning without it).
+        overwrite: replace an existing SavedModel at the destination.
+
+    Returns:
+        The SavedModel directory.
+
+    Example:
+    >>> import tempfile
+    >>> import keras_bert_core as kbc
+    >>> from keras_bert_core.models.classifier import BertClassifier
+    >>> from keras_bert_core.text.preprocessor import BertPreprocessor
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "."]
+    >>> pre = BertPreprocessor(vocab, seq_length=16)
+    >>> model = BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
+    ...     "tiny", vocab_size=len(vocab), max_position_embeddings=16)), num_classes=2)
+    >>> path = export_saved_model(model, pre, tempfile.mkdtemp(), name="sentiment",
+    ...                           label_names=["negative", "positive"], warmup=False)
+    >>> path.endswith(os.path.join("sentiment", "1"))
+    True
+    >>> serve = tf.saved_model.load(path).signatures["serving_default"]
+    >>> serve(text=tf.constant(["Good film.", "Bad!"]))["label_name"].shape
+    TensorShape([2])
+    """
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}")
+    task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
+    export_dir = os.fspath(path) if name is None else os.path.join(path, name, str(version))
+    if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+        if not overwrite:
+            raise FileExistsError(f"{export_dir} already holds a SavedModel; pass "
+                                  "overwrite=True to replace it, or a new version")
+        shutil.rmtree(export_dir)
+
+    module, signatures = serving_module(model, preprocessor, task)
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_path = os.path.join(tmp, VOCAB_ASSET)
+        with open(vocab_path, "w", encoding="utf-8") as f:
+            f.writelines(token + "\n" for token in preprocessor.vocabulary)
+        module.vocab_file = tf.saved_model.Asset(vocab_path)
+        tf.saved_model.save(module, export_dir, signatures=signatures)
+
+    if warmup:
+        requests = [task.example_inputs(batch_size) for batch_size in (1, 8)]
+        try:
+            write_warmup_requests(export_dir, requests, model_name=name or "model")
+        except ImportError as e:
+            warnings.warn(f"No warmup requests written: {e}", stacklevel=2)
+    unsupported = unsupported_tf_serving_ops(saved_model_op_types(export_dir))
+    if unsupported:
+        warnings.warn(f"{export_dir} holds ops TF Serving may not link: {sorted(unsupported)}",
+                      stacklevel=2)
+    return export_dir
+
+
+def saved_model_op_types(export_dir):
+    """The op types of a SavedModel's graphs, the functions they call included.
+
+    Example:
+    >>> import tempfile
+    >>> module = tf.Module()
+    >>> module.double = tf.function(lambda x: 2 * x, input_signature=[tf.TensorSpec([None])])
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(module, path)
+    >>> "Mul" in saved_model_op_types(path)
+    True
+    """
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    return set().union(*(graph_op_types(meta.graph_def) for meta in saved_model.meta_graphs))

@@ -1,0 +1,105 @@
+"""TFLite export: one `.tflite` file, tokenizer inside, for phones and edge devices."""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from keras_bert_core.export.saved_model import serving_module
+from keras_bert_core.export.tasks import serving_task
+from keras_bert_core.text.op_allowlists import tflite_op_types, unsupported_tflite_ops
+from keras_bert_core.text.preprocessor import BertPreprocessor
+
+QUANTIZATIONS = (None, "dynamic", "float16")
+INPUT_KINDS = ("text", "ids")
+
+
+def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pairs=False,
+                  label_names=None, max_answer_length=30):
+    """Writes a `.tflite` file that serves `model`, from raw text or from ids.
+
+    With `inputs="text"` the signature `serving_default` takes raw strings, `[batch]`
+    each (usually one string per call on a phone; the interpreter resizes for more), and
+    tokenizes inside with tf.text's `FastBertNormalize` and `FastWordpieceTokenize`, the
+    preprocessor's TFLite-compatible pipeline (see `BertTokenizer` for how its ids differ
+    from the reference tokenizer on compatibility characters). Every row is padded to
+    `preprocessor.seq_length`: static shapes keep the interpreter from reallocating on each
+    text (and a variable-length graph would need a Flex op). With `inputs="ids"` the
+    signature `predict_ids` takes int32 `token_ids`, `segment_ids`, `padding_mask`
+    `[batch, seq_length]`.
+
+    Outputs are those of `export_saved_model` but the ones that need wordpiece offsets
+    (a span labeler's `answer` text, a token classifier's `words`), as TFLite cannot yet
+    compute them; `start_index`/`end_index` and `word_start` locate them in the tokens.
+
+    The file holds only TFLite builtin ops and the tf.text custom ops that
+    `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers (no Flex ops); an app
+    registers those (see `export/README.md` and `export/run_tflite.py`).
+
+    Args:
+        model: as for `export_saved_model`.
+        preprocessor: the `BertPreprocessor` the model was trained with; its settings
+            (vocabulary, casing, `seq_length`, truncation) are copied into a
+            TFLite-compatible one.
+        path: the `.tflite` file to write.
+        quantize: None (float32 weights), `"dynamic"` (int8 weights, dynamic-range
+            quantization) or `"float16"` (float16 weights).
+        inputs: `"text"` or `"ids"`.
+        pairs: serve text pairs (`text_a`, `text_b`), as for `export_saved_model`.
+        label_names: class or tag names, as for `export_saved_model`.
+        max_answer_length: longest answer of a span labeler, in wordpieces.
+
+    Returns:
+        `path`.
+
+    Raises:
+        ValueError: bad arguments, or the converted graph holds an op outside the TFLite
+            allowlist (named in the message).
+
+    Example:
+    >>> import os, tempfile
+    >>> import keras_bert_core as kbc
+    >>> from keras_bert_core.models.classifier import BertClassifier
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "."]
+    >>> pre = BertPreprocessor(vocab, seq_length=16)
+    >>> model = BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
+    ...     "tiny", vocab_size=len(vocab), max_position_embeddings=16)), num_classes=2)
+    >>> path = export_tflite(model, pre, os.path.join(tempfile.mkdtemp(), "film.tflite"),
+    ...                      quantize="dynamic")
+    >>> sorted(op for op in tflite_op_types(open(path, "rb").read()) if op.startswith("Fast"))
+    ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets']
+    """
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
+    if inputs not in INPUT_KINDS:
+        raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
+    task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
+    tflite_preprocessor = BertPreprocessor(
+        preprocessor.vocabulary, seq_length=preprocessor.seq_length,
+        lower_case=preprocessor.lower_case, truncation=preprocessor.truncation,
+        static_shape=True, tflite_compatible=True)
+    signature = "serving_default" if inputs == "text" else "predict_ids"
+    module, concrete = serving_module(model, tflite_preprocessor, task, signatures=(signature,),
+                                      static_shape=True, text_outputs=False)
+    with tempfile.TemporaryDirectory() as saved_model_dir:
+        # From a SavedModel, the converter freezes the variables into constants.
+        tf.saved_model.save(module, saved_model_dir, signatures=concrete)
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            saved_model_dir, signature_keys=[signature])
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = True  # tf.text's ops, resolved by its registrar
+        if quantize is not None:
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantize == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        content = converter.convert()
+    unsupported = unsupported_tflite_ops(tflite_op_types(content))
+    if unsupported:
+        raise ValueError(f"The TFLite graph of {model.name!r} holds ops that neither TFLite "
+                         f"nor tf.text's registrar provide: {sorted(unsupported)}")
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(content)
+    return path

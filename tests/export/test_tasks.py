@@ -1,0 +1,197 @@
+"""Every task's served answers, checked against its Keras model (SavedModel and TFLite)."""
+
+import importlib.util
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert_core as kbc
+from keras_bert_core.export import export_tflite, tasks
+from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.models.span_labeler import BertSpanLabeler
+from keras_bert_core.models.token_classifier import BertTokenClassifier
+from keras_bert_core.text.preprocessor import BertPreprocessor
+from tests.export.helpers import NUM_CHOICES, ROOT, SEQ_LENGTH, TAG_NAMES, bag_of_words_model
+
+QUESTIONS = ["Who wrote the first program?", "When was it written?", "Where?", "Why?"]
+CONTEXTS = ["Ada Lovelace wrote the first computer program, for Babbage's engine.",
+            "It was written in 1843, during a long and very cold winter in London.",
+            b"Invalid \xff bytes \xc3 in a context.",
+            ""]
+TAGGED = ["Johnson & Johnson's unbelievable results", "Ada Lovelace met Babbage in 1833.", ""]
+
+
+def _run(signature, **inputs):
+    outputs = signature(**{name: tf.constant(value) for name, value in inputs.items()})
+    return {name: value.numpy() for name, value in outputs.items()}
+
+
+def _numpy(x):
+    return keras.tree.map_structure(keras.ops.convert_to_numpy, x)
+
+
+def _best_span(start_logits, end_logits, segment_ids, padding_mask, max_length=30):
+    """Brute force: the best (score, start, end) over context tokens, or None."""
+    context = [i for i in range(len(segment_ids) - 1)
+               if segment_ids[i] == segment_ids[i + 1] == 1 and padding_mask[i + 1]]
+    spans = [(start_logits[i] + end_logits[j], i, j)
+             for i in context for j in context if 0 <= j - i < max_length]
+    return max(spans) if spans else None
+
+
+def test_the_task_follows_the_model_class(char_vocab_file):
+    preprocessor = BertPreprocessor(str(char_vocab_file), seq_length=16)
+    encoder = kbc.BertEncoder(kbc.BertConfig.preset(
+        "tiny", vocab_size=len(preprocessor.vocabulary), max_position_embeddings=16))
+    cases = [
+        (BertClassifier(encoder, num_classes=2), {}, tasks.Classification, ("text",)),
+        (BertClassifier(encoder, num_classes=2), {"pairs": True}, tasks.Classification,
+         ("text_a", "text_b")),
+        (BertClassifier(encoder, num_classes=1), {}, tasks.Regression, ("text",)),
+        (BertSpanLabeler(encoder), {"pairs": True}, tasks.SpanQuestionAnswering,
+         ("question", "context")),
+        (BertTokenClassifier(encoder, num_classes=3), {}, tasks.TokenTagging, ("text",)),
+        (encoder, {}, tasks.Embedding, ("text",)),
+        (bag_of_words_model(len(preprocessor.vocabulary)), {}, tasks.RawOutputs, ("text",)),
+    ]
+    for model, options, kind, inputs in cases:
+        task = tasks.serving_task(model, preprocessor, **options)
+        assert type(task) is kind and task.text_inputs == inputs, model.name
+    regression = tasks.serving_task(cases[2][0], preprocessor)
+    assert regression.outputs(tf.constant([[0.5], [2.0]]), None)["score"].numpy().tolist() == [
+        0.5, 2.0]
+    small = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100,
+                                                  max_position_embeddings=16))
+    with pytest.raises(ValueError, match=f"vocabulary has {len(preprocessor.vocabulary)} "
+                                         "tokens but the model's word embeddings have only "
+                                         "100 rows"):
+        tasks.serving_task(BertClassifier(small, num_classes=2), preprocessor)
+    with pytest.raises(ValueError, match="max_answer_length must be a positive integer"):
+        tasks.serving_task(cases[3][0], preprocessor, max_answer_length=0)
+
+
+def test_pairs_classifier_reads_text_a_and_text_b(task_models, task_signatures, preprocessor):
+    a = ["A man is playing a guitar.", "Nobody came."]
+    b = ["Someone performs music on a stage.", "The room was full of early guests."]
+    signature = task_signatures["pairs"]["serving_default"]
+    assert sorted(signature.structured_input_signature[1]) == ["text_a", "text_b"]
+    served = _run(signature, text_a=a, text_b=b)
+    logits = task_models["pairs"](preprocessor((a, b), static_shape=False), training=False)
+    np.testing.assert_allclose(served["probabilities"], _numpy(keras.ops.softmax(logits)),
+                               atol=1e-5)
+
+
+def test_span_labeler_answers_with_the_best_context_span(task_models, task_signatures,
+                                                         preprocessor):
+    served = _run(task_signatures["qa"]["serving_default"], question=QUESTIONS,
+                  context=CONTEXTS)
+    tokenizer = preprocessor.tokenizer
+    pieces, starts, ends = tokenizer.tokenize_with_offsets(CONTEXTS)
+    features = preprocessor.packer((tokenizer(QUESTIONS), pieces), static_shape=False)
+    logits = _numpy(task_models["qa"](features, training=False))
+    np.testing.assert_allclose(served["start_logits"], logits["start_logits"], atol=1e-5)
+    features = _numpy(features)
+    for row, context in enumerate(CONTEXTS):
+        context = context if isinstance(context, bytes) else context.encode()
+        best = _best_span(logits["start_logits"][row], logits["end_logits"][row],
+                          features["segment_ids"][row], features["padding_mask"][row])
+        start, end = served["start_index"][row], served["end_index"][row]
+        if best is None:  # no context: the null answer
+            assert (start, end, served["answer"][row]) == (0, 0, b"")
+            null = logits["start_logits"][row, 0] + logits["end_logits"][row, 0]
+            np.testing.assert_allclose(served["score"][row], null, rtol=1e-5)
+            continue
+        assert (start, end) == best[1:]
+        np.testing.assert_allclose(served["score"][row], best[0], rtol=1e-5)
+        first = features["segment_ids"][row].argmax()
+        begin, stop = starts[row][start - first], ends[row][end - first]
+        assert (served["answer_start"][row], served["answer_end"][row]) == (begin, stop)
+        assert served["answer"][row] == context[begin:stop] != b""
+    from_ids = _run(task_signatures["qa"]["predict_ids"], **features)
+    np.testing.assert_array_equal(from_ids["start_index"], served["start_index"])
+    empty = _run(task_signatures["qa"]["serving_default"], question=np.array([], object),
+                 context=np.array([], object))
+    assert empty["answer"].shape == empty["score"].shape == (0,)
+
+
+def test_token_classifier_tags_wordpieces_and_words(task_models, task_signatures,
+                                                    preprocessor):
+    served = _run(task_signatures["tagger"]["serving_default"], text=TAGGED)
+    features = preprocessor(TAGGED, static_shape=False)
+    tags = _numpy(task_models["tagger"](features, training=False)).argmax(-1)
+    real = _numpy(features["padding_mask"]) > 0
+    np.testing.assert_array_equal(served["tags"][real], tags[real])
+    assert [t.decode() for t in served["tokens"][0][:4]] == ["[CLS]", "johnson", "&", "johnson"]
+    for row, text in enumerate(TAGGED):
+        words = re.findall(r"\w+|[^\w\s]", text)
+        assert [w.decode() for w in served["words"][row][:len(words)]] == words
+        assert not served["words"][row][len(words):].any()
+        starts = np.flatnonzero(served["word_start"][row])
+        assert len(starts) == len(words)
+        np.testing.assert_array_equal(served["word_tags"][row][:len(words)],
+                                      served["tags"][row][starts])
+        assert (served["word_tags"][row][len(words):] == -1).all()
+        assert [n.decode() for n in served["word_tag_names"][row][:len(words)]] == [
+            TAG_NAMES[t] for t in served["word_tags"][row][:len(words)]]
+    assert len(re.findall(r"\w+|[^\w\s]", TAGGED[0])) < (served["tokens"][0] != b"[PAD]").sum()
+    broken = _run(task_signatures["tagger"]["serving_default"], text=[b"caf\xc3 \xff ok"])
+    assert [w for w in broken["words"][0] if w] == [b"caf", b"ok"]
+
+
+def test_multiple_choice_scores_every_choice(task_models, task_signatures, preprocessor):
+    text = ["The cat sat on the mat.", "It started to rain."]
+    choices = [["Then it slept.", "Then it flew to the moon.", "It barked."],
+               ["We opened umbrellas.", "The sun dried us at once.", ""]]
+    served = _run(task_signatures["choice"]["serving_default"], text=text, choices=choices)
+    rows = preprocessor((np.repeat(text, NUM_CHOICES), np.reshape(choices, [-1])),
+                        static_shape=False)
+    features = {name: keras.ops.reshape(x, (2, NUM_CHOICES, -1)) for name, x in rows.items()}
+    logits = _numpy(task_models["choice"](features, training=False))
+    np.testing.assert_allclose(served["logits"], logits, atol=1e-5)
+    np.testing.assert_array_equal(served["label"], logits.argmax(-1))
+
+
+def test_encoder_serves_pooled_and_mean_embeddings(task_models, task_signatures, preprocessor):
+    texts = ["A short one.", "A somewhat longer sentence, with a comma and 3 digits: 123."]
+    served = _run(task_signatures["embedder"]["serving_default"], text=texts)
+    features = _numpy(preprocessor(texts, static_shape=False))
+    outputs = _numpy(task_models["embedder"](features, training=False))
+    np.testing.assert_allclose(served["pooled_output"], outputs["pooled_output"], atol=1e-5)
+    mask = features["padding_mask"][:, :, None]
+    mean = (outputs["sequence_output"] * mask).sum(1) / mask.sum(1)
+    np.testing.assert_allclose(served["mean_embedding"], mean, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, preprocessor,
+                                            tmp_path):
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        pytest.skip("ai-edge-litert is not installed (pip install ai-edge-litert)")
+    spec = importlib.util.spec_from_file_location("run_tflite", ROOT / "export" / "run_tflite.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    # Texts on which the TFLite-compatible tokenizer agrees with the reference one.
+    tflite_preprocessor = BertPreprocessor(preprocessor.vocabulary, SEQ_LENGTH,
+                                           tflite_compatible=True)
+    questions, contexts = QUESTIONS[:2], CONTEXTS[:2]
+    np.testing.assert_array_equal(tflite_preprocessor(contexts)["token_ids"],
+                                  preprocessor(contexts)["token_ids"])
+
+    qa = runner.load(export_tflite(task_models["qa"], preprocessor, tmp_path / "qa.tflite"))
+    on_device = runner.run(qa, {"question": questions, "context": contexts})
+    served = _run(task_signatures["qa"]["serving_default"], question=questions,
+                  context=contexts)
+    for name in ("start_index", "end_index"):
+        np.testing.assert_array_equal(on_device[name], served[name])
+    np.testing.assert_allclose(on_device["score"], served["score"], atol=1e-4)
+
+    tagger = runner.load(export_tflite(task_models["tagger"], preprocessor,
+                                       tmp_path / "tagger.tflite", label_names=TAG_NAMES))
+    on_device = runner.run(tagger, {"text": TAGGED})
+    served = _run(task_signatures["tagger"]["serving_default"], text=TAGGED)
+    width = served["tags"].shape[1]
+    for name in ("tags", "word_start", "tag_names"):
+        np.testing.assert_array_equal(on_device[name][:, :width], served[name])

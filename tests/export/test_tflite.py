@@ -1,0 +1,148 @@
+"""TFLite export: op set, LiteRT runs, parity with the SavedModel, quantized variants."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_core.export import export_tflite
+from keras_bert_core.text.op_allowlists import tflite_op_types, unsupported_tflite_ops
+from keras_bert_core.text.preprocessor import BertPreprocessor
+from tests.export.helpers import LABEL_NAMES, ROOT, SEQ_LENGTH, varied_texts
+
+RUNNER = ROOT / "export" / "run_tflite.py"
+VARIANTS = ("float32", "dynamic", "float16", "ids")
+
+
+@pytest.fixture(scope="module")
+def runner():
+    """`export/run_tflite.py`, imported as a module."""
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        pytest.skip("ai-edge-litert is not installed (pip install ai-edge-litert): no LiteRT "
+                    "interpreter to run the .tflite files")
+    spec = importlib.util.spec_from_file_location("run_tflite", RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tflite_files(classifier, preprocessor, tmp_path_factory):
+    """The classifier converted once per variant: text in (3 weight types) and ids in."""
+    directory = tmp_path_factory.mktemp("tflite")
+    files = {}
+    for variant in VARIANTS:
+        quantize = variant if variant in ("dynamic", "float16") else None
+        files[variant] = export_tflite(
+            classifier, preprocessor, directory / f"{variant}.tflite", quantize=quantize,
+            inputs="ids" if variant == "ids" else "text", label_names=LABEL_NAMES)
+    return files
+
+
+@pytest.fixture(scope="module")
+def interpreters(runner, tflite_files):
+    return {variant: runner.load(str(path)) for variant, path in tflite_files.items()}
+
+
+def _one_by_one(runner, interpreter, texts):
+    """Probabilities from one invocation per text, as on a phone."""
+    return np.concatenate([runner.run(interpreter, {"text": [text]})["probabilities"]
+                           for text in texts])
+
+
+def test_only_builtins_and_tf_text_custom_ops(tflite_files):
+    for variant, path in tflite_files.items():
+        op_types = tflite_op_types(path.read_bytes())
+        assert unsupported_tflite_ops(op_types) == set(), variant
+        assert not any(op.startswith("Flex") for op in op_types), variant
+        assert "FULLY_CONNECTED" in op_types, variant
+        tokenizer_ops = {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+        assert (tokenizer_ops <= op_types) == (variant != "ids"), variant
+
+
+def test_signatures(interpreters):
+    outputs = ["label", "label_name", "logits", "probabilities"]
+    assert interpreters["float32"].get_signature_list() == {
+        "serving_default": {"inputs": ["text"], "outputs": outputs}}
+    assert interpreters["ids"].get_signature_list() == {
+        "predict_ids": {"inputs": ["padding_mask", "segment_ids", "token_ids"],
+                        "outputs": outputs}}
+
+
+def test_float32_matches_the_saved_model(preprocessor, classifier_signatures, interpreters,
+                                         runner):
+    texts = varied_texts(200)
+    # The TFLite tokenizer folds compatibility characters; on these texts it must agree.
+    tflite_preprocessor = BertPreprocessor(preprocessor.vocabulary, SEQ_LENGTH,
+                                           tflite_compatible=True)
+    np.testing.assert_array_equal(tflite_preprocessor(texts)["token_ids"],
+                                  preprocessor(texts)["token_ids"])
+    served = classifier_signatures["serving_default"](text=tf.constant(texts))
+    on_device = _one_by_one(runner, interpreters["float32"], texts)
+    np.testing.assert_allclose(on_device, served["probabilities"].numpy(), atol=1e-4)
+    # A batch in one invocation (the interpreter resizes its input) gives the same.
+    batch = runner.run(interpreters["float32"], {"text": texts[:16]})
+    np.testing.assert_allclose(batch["probabilities"], on_device[:16], atol=1e-5)
+    assert [n.decode() for n in batch["label_name"]] == [
+        LABEL_NAMES[i] for i in batch["label"]]
+
+
+def test_ids_variant_matches_predict_ids(preprocessor, classifier_signatures, interpreters,
+                                         runner):
+    features = {name: value.numpy()
+                for name, value in preprocessor(varied_texts(50, seed=7)).items()}
+    served = classifier_signatures["predict_ids"](**features)
+    on_device = runner.run(interpreters["ids"], features)
+    np.testing.assert_allclose(on_device["probabilities"], served["probabilities"].numpy(),
+                               atol=1e-4)
+    # Short rows are padded to seq_length by the runner.
+    short = runner.run(interpreters["ids"], {name: value[:1, :12]
+                                             for name, value in features.items()})
+    assert short["probabilities"].shape == (1, len(LABEL_NAMES))
+
+
+def test_quantized_variants_agree_on_labels(interpreters, runner):
+    texts = varied_texts(200)
+    labels = _one_by_one(runner, interpreters["float32"], texts).argmax(-1)
+    assert len(set(labels.tolist())) > 1
+    for variant in ("dynamic", "float16"):
+        quantized = _one_by_one(runner, interpreters[variant], texts).argmax(-1)
+        assert (quantized == labels).mean() >= 0.99, variant
+
+
+def test_quantization_shrinks_the_file(tflite_files):
+    size = {variant: path.stat().st_size for variant, path in tflite_files.items()}
+    assert size["dynamic"] < 0.5 * size["float32"]
+    assert size["float16"] < 0.7 * size["float32"]
+
+
+def test_bad_inputs_give_defined_outputs(interpreters, runner):
+    texts = ["", "   ", "spam, eggs and ham " * 55_000, b"caf\xc3", b"\xff\xfe\xfa broken"]
+    probabilities = runner.run(interpreters["float32"], {"text": texts})["probabilities"]
+    assert probabilities.shape == (len(texts), 3)
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    empty = runner.run(interpreters["float32"], {"text": []})
+    assert empty["probabilities"].shape == (0, 3) and empty["label"].shape == (0,)
+
+
+def test_runner_command_line(tflite_files):
+    result = subprocess.run(
+        [sys.executable, str(RUNNER), str(tflite_files["float32"]), "Is it 42?", "Hello!"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.strip().splitlines()]
+    assert len(lines) == 2
+    assert all(line["label_name"][0] in LABEL_NAMES for line in lines)
+    assert all(abs(sum(line["probabilities"][0]) - 1) < 1e-5 for line in lines)
+
+
+def test_bad_arguments_name_the_problem(classifier, preprocessor, tmp_path):
+    with pytest.raises(ValueError, match="quantize must be one of"):
+        export_tflite(classifier, preprocessor, tmp_path / "m.tflite", quantize="int4")
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        export_tflite(classifier, preprocessor, tmp_path / "m.tflite", inputs="tokens")
