@@ -1,4 +1,8 @@
-"""The `kbc` command: one subcommand per module in this package."""
+"""The `kbc` command: one subcommand per module in this package.
+
+Subcommand modules import TensorFlow inside `run`, never at import time, so `kbc --help`
+answers at once.
+"""
 
 import argparse
 import importlib
@@ -7,12 +11,31 @@ import sys
 
 from keras_bert_core import __version__
 
-# Subcommand name -> module in this package exposing `add_arguments(parser)` and `run(args)`.
-COMMANDS = {}
+# Subcommand name -> (module in this package exposing `add_arguments(parser)` and
+# `run(args)`, one-line summary).
+COMMANDS = {
+    "vocab": ("vocab", "learn a WordPiece vocabulary from text files"),
+    "pretrain": ("pretrain", "pretrain BERT (masked LM + next sentence) on text or TFRecords"),
+    "finetune": ("finetune", "fine-tune on a task: classify, pair, squad, ner, choice"),
+    "evaluate": ("evaluate", "score a fine-tuned model on labeled data"),
+    "predict": ("predict", "run a fine-tuned model or an export on texts from a file or stdin"),
+    "export": ("export", "export a fine-tuned model as a SavedModel and/or TFLite file"),
+    "convert": ("convert", "convert a Hugging Face / TF1 / Model Garden checkpoint to .keras"),
+    "demo": ("demo", "vocab, pretraining, fine-tuning and exports on Python's docstrings"),
+}
 
 
 class UserError(Exception):
     """A problem with what the user gave: printed as one line, exit status 2, no traceback."""
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless there is none to show."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False, argparse.SUPPRESS):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def build_parser():
@@ -22,10 +45,33 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"keras_bert_core {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
-        sub = subcommands.add_parser(name, help=summary, description=summary)
+        sub = subcommands.add_parser(
+            name, help=summary, description=summary,
+            formatter_class=_HelpFormatter)
         importlib.import_module(f"keras_bert_core.cli.{module_name}").add_arguments(sub)
         sub.set_defaults(module=module_name)
     return parser
+
+
+def user_error_message(error):
+    """The one-line message for an exception caused by the user's input, else `None`.
+
+    The library reports bad data, checkpoints and vocabularies with its own exception types;
+    missing or unwritable files surface as `OSError`s that name the file.
+    """
+    if isinstance(error, UserError):
+        return str(error)
+    # Loaded only after a failure: by then the subcommand has imported them anyway.
+    from keras_bert_core.checkpoints.weights import CheckpointError
+    from keras_bert_core.text.task_data import DataError
+
+    if isinstance(error, (DataError, CheckpointError)):
+        return str(error)
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    if isinstance(error, FileNotFoundError):  # raised with a message naming the pattern
+        return str(error)
+    return None
 
 
 def main(argv=None):
@@ -37,9 +83,12 @@ def main(argv=None):
         return 0
     try:
         return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
-    except UserError as e:
-        print(f"kbc {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print(f"kbc {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:
+        message = user_error_message(error)
+        if message is None:
+            raise
+        print(f"kbc {args.command}: error: {message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,206 @@
+"""What the subcommands share: common options, and turning them into vocabularies, encoders,
+strategies and progress reports. TensorFlow is imported inside the functions that need it."""
+
+import contextlib
+import dataclasses
+import os
+import sys
+import time
+
+from keras_bert_core.cli import UserError
+from keras_bert_core.config import PRESETS, BertConfig
+
+# Files of a run directory (see `run_dir`) that other commands look for.
+CONFIG_FILE = "config.json"
+MODEL_FILE = "model.keras"
+VOCAB_FILE = "vocab.txt"
+
+
+def add_vocab_options(parser, seq_length, vocab_help="the WordPiece vocab.txt"):
+    group = parser.add_argument_group("text")
+    group.add_argument("--vocab", metavar="FILE", help=vocab_help)
+    group.add_argument("--seq-length", type=int, default=seq_length,
+                       help="tokens per sequence, [CLS] and [SEP] included")
+    group.add_argument("--cased", action="store_true",
+                       help="keep case and accents (a cased vocabulary); default: uncased")
+
+
+def add_model_options(parser):
+    group = parser.add_argument_group("model (when not starting from a checkpoint)")
+    group.add_argument("--preset", default="tiny", choices=sorted(PRESETS),
+                       help="model size")
+    group.add_argument("--config", metavar="JSON",
+                       help="a BertConfig JSON (ours, a Hugging Face config.json or a "
+                            "google-research bert_config.json); replaces --preset")
+
+
+def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1):
+    group = parser.add_argument_group("training")
+    group.add_argument("--batch-size", type=int, default=batch_size,
+                       help="global batch size, split across replicas")
+    group.add_argument("--learning-rate", type=float, default=learning_rate,
+                       help="peak learning rate (AdamW, linear warmup then linear decay)")
+    group.add_argument("--warmup-fraction", type=float, default=warmup_fraction,
+                       help="fraction of the steps spent warming up")
+    group.add_argument("--strategy", default="default",
+                       help="tf.distribute strategy: default, one_device, mirrored, "
+                            "multi_worker (reads TF_CONFIG) or tpu")
+    group.add_argument("--tpu-address", help="for --strategy tpu: 'local', a name or grpc://")
+    group.add_argument("--mixed-precision", choices=("float16", "bfloat16"),
+                       help="compute in this dtype, keep float32 weights")
+    group.add_argument("--seed", type=int, default=0, help="random seed")
+
+
+def add_run_options(parser):
+    group = parser.add_argument_group("output")
+    group.add_argument("--run-dir", metavar="DIR",
+                       help="where to write the run (default: runs/<command>-<time>)")
+    group.add_argument("--overwrite", action="store_true",
+                       help="replace an existing run directory")
+
+
+def say(message):
+    """Progress and notes go to stderr, so stdout carries only results."""
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def stage(title):
+    """Announces a step whose progress cannot be measured, then says how long it took."""
+    say(f"{title} ...")
+    start = time.perf_counter()
+    yield
+    say(f"{title}: done in {time.perf_counter() - start:.1f} s")
+
+
+def progress(items, title):
+    """A progress bar on stderr around an iterable (tqdm, which tensorflow-datasets brings)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=title, file=sys.stderr, leave=False)
+
+
+def run_directory_of(path):
+    """The run directory holding `path` when it is a `kbc` run or a model inside one."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    return folder if os.path.isfile(os.path.join(folder, CONFIG_FILE)) else None
+
+
+def model_path(path):
+    """`path`, or the model inside it when it is a `kbc` run directory."""
+    if os.path.isdir(path) and os.path.isfile(os.path.join(path, MODEL_FILE)):
+        return os.path.join(path, MODEL_FILE)
+    return path
+
+
+def find_vocab(vocab, checkpoint=None):
+    """`--vocab`, else the vocab.txt beside (or inside) the checkpoint."""
+    if vocab:
+        return vocab
+    if checkpoint:
+        folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+        candidate = os.path.join(folder, VOCAB_FILE)
+        if os.path.isfile(candidate):
+            return candidate
+        raise UserError(f"no {VOCAB_FILE} beside the checkpoint {checkpoint}; pass --vocab")
+    raise UserError("no vocabulary given; pass --vocab FILE (learn one with `kbc vocab`)")
+
+
+def read_vocab(path):
+    from keras_bert_core.text import load_vocabulary
+
+    try:
+        return load_vocabulary(path)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def check_fits(config, vocab, vocab_path, seq_length, source):
+    """The vocabulary and the sequence length must fit the model's tables."""
+    if config.vocab_size != len(vocab):
+        raise UserError(
+            f"vocabulary and model do not match: {vocab_path} has {len(vocab)} tokens but "
+            f"{source} has vocab_size {config.vocab_size}; use the vocabulary the model was "
+            "trained with")
+    if seq_length > config.max_position_embeddings:
+        raise UserError(f"--seq-length {seq_length} exceeds max_position_embeddings "
+                        f"{config.max_position_embeddings} of {source}")
+
+
+def new_config(args, vocab_size):
+    """The `BertConfig` of a model built from scratch: `--config` or `--preset`; a new model's
+    `vocab_size` is always the vocabulary's."""
+    if not args.config:
+        return BertConfig.preset(args.preset, vocab_size=vocab_size)
+    try:
+        config = BertConfig.from_json(args.config)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return dataclasses.replace(config, vocab_size=vocab_size)
+
+
+def build_encoder(args, vocab, vocab_path, checkpoint=None):
+    """`(encoder, source)`: loaded from `checkpoint` (any supported format or a `kbc` run),
+    else new from `--config`/`--preset`, checked against the vocabulary and
+    `--seq-length`."""
+    from keras_bert_core.checkpoints import load_checkpoint
+    from keras_bert_core.models import BertEncoder
+
+    if checkpoint:
+        source = model_path(checkpoint)
+        encoder, config = load_checkpoint(source)
+        check_fits(config, vocab, vocab_path, args.seq_length, source)
+        return under_global_dtype_policy(encoder), source
+    source = f"--config {args.config}" if args.config else f"--preset {args.preset}"
+    config = new_config(args, len(vocab))
+    check_fits(config, vocab, vocab_path, args.seq_length, source)
+    return BertEncoder(config), source
+
+
+def under_global_dtype_policy(encoder):
+    """`encoder`, rebuilt with the same weights when its dtype policy is not the global one:
+    a `.keras` file keeps the policy it was saved with, and `--mixed-precision` must win."""
+    import keras
+
+    from keras_bert_core.models import BertEncoder
+
+    # The layers' policy: a reloaded BertEncoder reports "float32" for itself whatever it is.
+    if encoder.embeddings.dtype_policy.name == keras.config.dtype_policy().name:
+        return encoder
+    rebuilt = BertEncoder(encoder.config)
+    rebuilt.set_weights(encoder.get_weights())
+    return rebuilt
+
+
+@contextlib.contextmanager
+def training_scope(args):
+    """Seeds, then enters the `--strategy` scope under the `--mixed-precision` policy.
+
+    Yields the strategy; build models and optimizers inside.
+    """
+    import keras
+
+    from keras_bert_core.training import distribution_strategy
+
+    keras.utils.set_random_seed(args.seed)
+    try:
+        strategy = distribution_strategy(args.strategy, tpu_address=args.tpu_address)
+    except (ValueError, RuntimeError) as e:
+        raise UserError(str(e)) from None
+    previous = keras.config.dtype_policy()
+    if args.mixed_precision:
+        keras.config.set_dtype_policy(f"mixed_{args.mixed_precision}")
+    try:
+        with strategy.scope():
+            yield strategy
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def compile_for_training(model, args, num_train_steps):
+    """Compiles a task model with its default loss and BERT's AdamW on a warmup + linear
+    decay schedule over `num_train_steps`."""
+    from keras_bert_core.training import create_optimizer
+
+    warmup = int(args.warmup_fraction * num_train_steps)
+    model.compile(optimizer=create_optimizer(args.learning_rate, num_train_steps, warmup))

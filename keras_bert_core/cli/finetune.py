@@ -1,0 +1,132 @@
+"""`kbc finetune`: train a task model from a checkpoint (any format) or from scratch."""
+
+from keras_bert_core.cli import UserError
+from keras_bert_core.cli.common import (
+    add_model_options,
+    add_run_options,
+    add_training_options,
+    add_vocab_options,
+    build_encoder,
+    compile_for_training,
+    find_vocab,
+    read_vocab,
+    say,
+    training_scope,
+)
+from keras_bert_core.cli.run_dir import RunDirectory, claim_output, default_run_dir
+from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
+
+
+def add_arguments(parser):
+    parser.add_argument("--task", required=True, choices=sorted(TASKS),
+                        help="classify: a text -> label (CSV/TSV/JSONL); pair: two texts -> "
+                             "label; squad: SQuAD JSON; ner: CoNLL; choice: JSONL")
+    data = parser.add_argument_group("data sources")
+    data.add_argument("--train", metavar="FILE", help="training data")
+    data.add_argument("--validation", metavar="FILE", help="validation data, scored each epoch")
+    data.add_argument("--tfds", metavar="NAME",
+                      help="a TensorFlow Datasets task instead of files: glue/<task>, squad, "
+                           "squad/v2.0, conll2003")
+    data.add_argument("--train-split", default="train", help="--tfds training split")
+    data.add_argument("--validation-split", default="validation",
+                      help="--tfds validation split ('' for none)")
+    data.add_argument("--tfds-data-dir", metavar="DIR", help="where TFDS keeps its data")
+    add_data_options(parser)
+    add_vocab_options(parser, seq_length=128,
+                      vocab_help="the vocab.txt (default: the one beside --checkpoint)")
+    parser.add_argument("--checkpoint", metavar="PATH",
+                        help="pretrained weights: a Hugging Face folder, a google-research "
+                             "or Model Garden checkpoint, a .keras file or a kbc run; "
+                             "default: a new model from --preset/--config")
+    add_model_options(parser)
+    add_training_options(parser, batch_size=32, learning_rate=5e-5)
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the training data")
+    add_run_options(parser)
+
+
+def finetune(run, task, model, train_dataset, epochs, validation=None, class_weight=None,
+             verbose="auto"):
+    """Fits `model` into `run`, saves it and its curves, scores `validation`.
+
+    Args:
+        run: the `RunDirectory`.
+        task: the `Task`.
+        model: the compiled task model.
+        train_dataset: `fit` batches.
+        epochs: passes over `train_dataset`.
+        validation: `(data, preprocessor, batch_size)` to score after each epoch and at
+            the end, or None.
+        class_weight: optional dict of label id -> loss weight.
+        verbose: Keras' progress bar setting.
+
+    Returns:
+        `{"train": last epoch's metrics, "validation": task metrics}` (also metrics.json).
+    """
+    validation_dataset = None
+    if validation is not None:
+        validation_dataset = task.dataset(*validation)[0]
+    history = model.fit(train_dataset, epochs=epochs, validation_data=validation_dataset,
+                        class_weight=class_weight, callbacks=run.callbacks(), verbose=verbose,
+                        shuffle=False)  # the dataset shuffles itself
+    run.save_model(model)
+    metrics = {"train": {k: v[-1] for k, v in history.history.items()
+                         if not k.startswith("val_")}}
+    if validation is not None:
+        metrics["validation"] = task.evaluate(model, *validation)
+    run.write_metrics(metrics)
+    run.plot_curves(f"{task.name} fine-tuning: {run.path}")
+    return metrics
+
+
+def _load_data(args, task):
+    """`(train, validation or None)` from files or TFDS."""
+    if args.tfds:
+        if args.train:
+            raise UserError("pass either --train files or --tfds, not both")
+        train = load_tfds(task, args.tfds, args.train_split, args.tfds_data_dir)
+        task.learn_labels(train)
+        validation = None
+        if args.validation_split:
+            validation = load_tfds(task, args.tfds, args.validation_split, args.tfds_data_dir)
+        return train, validation
+    if not args.train:
+        raise UserError("no training data: pass --train FILE or --tfds NAME")
+    train = task.load(args.train)
+    task.learn_labels(train)
+    return train, task.load(args.validation) if args.validation else None
+
+
+def run(args):
+    from keras_bert_core.text import BertPreprocessor
+
+    path = args.run_dir or default_run_dir(f"finetune-{args.task}")
+    claim_output(path, args.overwrite)
+    task = TASKS[args.task]({**data_settings(args), "seq_length": args.seq_length,
+                             "lower_case": not args.cased})
+    train, validation = _load_data(args, task)
+    vocab_path = find_vocab(args.vocab, args.checkpoint)
+    vocab = read_vocab(vocab_path)
+    preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length, lower_case=not args.cased)
+    train_dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
+                                       seed=args.seed)
+    steps_per_epoch = rows // args.batch_size
+    if steps_per_epoch == 0:
+        raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
+                        f"{args.batch_size}")
+    with training_scope(args):
+        encoder, source = build_encoder(args, vocab, vocab_path, args.checkpoint)
+        model = task.build_model(encoder)
+        compile_for_training(model, args, args.epochs * steps_per_epoch)
+    say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
+    run_dir = RunDirectory.create(path, args.overwrite)
+    run_dir.write_config(args, encoder.config, task.settings)
+    run_dir.write_vocab(vocab)
+    metrics = finetune(run_dir, task, model, train_dataset, args.epochs,
+                       (validation, preprocessor, args.batch_size) if validation else None)
+    if "validation" in metrics:
+        say(f"validation: {_summary(metrics['validation'])}")
+    print(run_dir.path)
+
+
+def _summary(metrics):
+    return ", ".join(f"{k} {v:.4g}" for k, v in metrics.items() if isinstance(v, float))

@@ -1,0 +1,127 @@
+"""`kbc predict`: answers of a fine-tuned model, a SavedModel export or a .tflite file."""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+from keras_bert_core.cli import UserError
+from keras_bert_core.cli.common import progress, say
+from keras_bert_core.cli.run_dir import claim_output
+from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
+
+# Text inputs of exported signatures, in the order export.tasks packs them; plain input
+# lines hold them tab-separated in this order.
+EXPORT_INPUTS = ("text", "text_a", "text_b", "question", "context", "choices")
+
+
+def add_arguments(parser):
+    parser.add_argument("model", help="a kbc fine-tuning run (or its model.keras), a "
+                                      "SavedModel directory from `kbc export`, or a .tflite file")
+    parser.add_argument("-i", "--input", metavar="FILE",
+                        help="what to answer (default: stdin). For a run: a data file in the "
+                             "task's format, or text lines (.txt; pairs tab-separated; ner: "
+                             "words separated by spaces). For an export: text lines (inputs "
+                             "tab-separated) or JSON lines keyed by the signature's inputs")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="where to write one JSON answer a line (default: stdout)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per batch")
+    add_data_options(parser, with_defaults=False)
+
+
+def _json_ready(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        return [_json_ready(v) for v in value] if value.dtype == object else value.tolist()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _export_requests(path, names):
+    """One dict of input name -> value per input line."""
+    requests = []
+    for number, line in enumerate(read_lines(path), start=1):
+        if line.lstrip().startswith("{"):
+            try:
+                request = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UserError(f"input line {number}: malformed JSON ({e.msg})") from None
+        else:
+            fields = line.split("\t")
+            if len(fields) != len(names):
+                raise UserError(f"input line {number}: expected {len(names)} tab-separated "
+                                f"field(s) ({', '.join(names)}), found {len(fields)}")
+            request = dict(zip(names, fields, strict=True))
+        missing = [name for name in names if name not in request]
+        if missing:
+            raise UserError(f"input line {number}: the model needs {list(names)}; missing "
+                            f"{missing} (give tab-separated fields or JSON lines)")
+        requests.append(request)
+    return requests
+
+
+def _saved_model_answers(path, input_path, batch_size):
+    import tensorflow as tf
+
+    function = tf.saved_model.load(path).signatures["serving_default"]
+    specs = function.structured_input_signature[1]
+    names = [name for name in EXPORT_INPUTS if name in specs]
+    requests = _export_requests(input_path, names)
+    for start in progress(range(0, len(requests), batch_size), title="predicting"):
+        batch = requests[start:start + batch_size]
+        outputs = function(**{name: tf.constant([r[name] for r in batch]) for name in names})
+        outputs = {name: value.numpy() for name, value in outputs.items()}
+        for row in range(len(batch)):
+            yield {name: _json_ready(value[row]) for name, value in sorted(outputs.items())}
+
+
+def load_tflite(path):
+    """`(signature runner, text input names)` of a `.tflite` file from `kbc export`, in the
+    LiteRT interpreter with tf.text's custom ops registered."""
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+
+    if not os.path.isfile(path):
+        raise UserError(f"{path}: no such file")
+    interpreter = InterpreterWithCustomOps(
+        model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    runner = interpreter.get_signature_runner()
+    details = runner.get_input_details()
+    if any(name not in EXPORT_INPUTS for name in details):
+        raise UserError(f"{path} takes {sorted(details)}, not text; predict reads text")
+    return runner, [name for name in EXPORT_INPUTS if name in details]
+
+
+def _tflite_answers(path, input_path):
+    runner, names = load_tflite(path)
+    # The interpreter answers one text (one row) per call, as on a phone.
+    for request in progress(_export_requests(input_path, names), title="predicting"):
+        outputs = runner(**{name: np.array([request[name]], dtype=object) for name in names})
+        yield {name: _json_ready(value[0]) for name, value in sorted(outputs.items())}
+
+
+def answers(args):
+    """The answers, one JSON-ready dict per input example."""
+    if args.model.endswith(".tflite"):
+        return _tflite_answers(args.model, args.input)
+    if os.path.isfile(os.path.join(args.model, "saved_model.pb")):
+        return _saved_model_answers(args.model, args.input, args.batch_size)
+    model, task, preprocessor = load_finetuned(args.model)
+    task.settings.update(data_settings(args))
+    data = task.read_input(args.input)
+    say(f"answering {len(data)} {task.name} examples")
+    return task.predict(model, data, preprocessor, args.batch_size)
+
+
+def run(args):
+    if args.output:
+        claim_output(args.output, args.overwrite, make_parent=True)
+    output = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for answer in answers(args):
+            output.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    finally:
+        if args.output:
+            output.close()

@@ -1,0 +1,150 @@
+"""`kbc pretrain`: masked-LM + next-sentence pretraining from raw text or TFRecords."""
+
+import argparse
+
+from keras_bert_core.cli import UserError
+from keras_bert_core.cli.common import (
+    VOCAB_FILE,
+    add_model_options,
+    add_run_options,
+    add_training_options,
+    add_vocab_options,
+    build_encoder,
+    check_fits,
+    compile_for_training,
+    find_vocab,
+    model_path,
+    read_vocab,
+    say,
+    training_scope,
+    under_global_dtype_policy,
+)
+from keras_bert_core.cli.run_dir import RunDirectory, claim_output, default_run_dir
+
+TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "inputs", nargs="*", metavar="FILE",
+        help="text files or globs (one sentence a line, a blank line between documents), "
+             "or .tfrecord shards written by write_pretraining_tfrecords")
+    add_vocab_options(parser, seq_length=128)
+    parser.add_argument("--max-predictions", type=int,
+                        help="masked-LM predictions per sequence (default: 15%% of "
+                             "--seq-length)")
+    parser.add_argument("--whole-word-masking", action="store_true",
+                        help="mask every piece of a word together")
+    add_model_options(parser)
+    parser.add_argument("--checkpoint", metavar="PATH",
+                        help="continue pretraining these weights (any supported format, or "
+                             "a kbc run) instead of starting from --preset/--config")
+    add_training_options(parser, batch_size=32, learning_rate=1e-4)
+    parser.add_argument("--epochs", type=int, default=10,
+                        help="epochs; each epoch end is a backup, a checkpoint and a log line")
+    parser.add_argument("--steps-per-epoch", type=int, default=1000)
+    parser.add_argument("--checkpoint-every", type=int, default=1, metavar="EPOCHS",
+                        help="keep a weights checkpoint every this many epochs")
+    add_run_options(parser)
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --run-dir from its last backup, with the "
+                             "arguments it was started with")
+
+
+def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
+                     whole_word_masking=False, seed=None):
+    """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards."""
+    from keras_bert_core.text.pretraining_data import (
+        pretraining_dataset,
+        read_pretraining_tfrecords,
+    )
+
+    try:
+        if all(path.endswith(TFRECORD_SUFFIXES) for path in inputs):
+            dataset = read_pretraining_tfrecords(
+                inputs, tokenizer, batch_size=batch_size, max_predictions_per_seq=max_predictions,
+                seed=seed, whole_word_masking=whole_word_masking)
+        else:
+            dataset = pretraining_dataset(
+                inputs, tokenizer, seq_length=seq_length, max_predictions_per_seq=max_predictions,
+                batch_size=batch_size, seed=seed, whole_word_masking=whole_word_masking)
+    except ValueError as e:  # an empty file, a bad sequence length
+        raise UserError(str(e)) from None
+    return dataset.repeat()
+
+
+def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, verbose="auto"):
+    """Fits `model` on the endless `dataset` into `run`, resuming after the epochs its
+    backup holds (and past the batches they trained on); saves the model and its curves.
+
+    Returns the metrics of the last epoch.
+    """
+    done = run.completed_epochs()
+    if done:
+        say(f"resuming {run.path} after epoch {done} of {epochs}")
+    model.fit(dataset.skip(done * steps_per_epoch), epochs=epochs,
+              steps_per_epoch=steps_per_epoch, verbose=verbose, shuffle=False,
+              callbacks=run.callbacks(checkpoint_every_epochs=checkpoint_every))
+    run.save_model(model)
+    records = run.epoch_metrics()
+    metrics = {k: v for k, v in records[-1].items() if k != "event"} if records else {}
+    run.write_metrics(metrics)
+    run.plot_curves(f"pretraining: {run.path}")
+    return metrics
+
+
+def _resumed_arguments(args):
+    if not args.run_dir:
+        raise UserError("--resume needs --run-dir, the run to continue")
+    run = RunDirectory.open(args.run_dir)
+    saved = run.config()
+    if saved["command"] != "pretrain":
+        raise UserError(f"{args.run_dir} is a `kbc {saved['command']}` run, not a pretraining "
+                        "run")
+    # The run's own copy of the vocabulary; its model config replaces --checkpoint.
+    arguments = {**saved["arguments"], "run_dir": args.run_dir, "resume": True,
+                 "vocab": run.file(VOCAB_FILE), "checkpoint": None}
+    return run, argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
+
+
+def run(args):
+    from keras_bert_core.checkpoints import load_pretrainer
+    from keras_bert_core.config import BertConfig
+    from keras_bert_core.models import BertEncoder
+    from keras_bert_core.models.pretrainer import BertPretrainer
+    from keras_bert_core.text import BertTokenizer
+
+    if args.resume:
+        run_dir, args, model_config = _resumed_arguments(args)
+    elif not args.inputs:
+        raise UserError("no corpus given: pass text files or .tfrecord shards")
+    else:
+        path = args.run_dir or default_run_dir("pretrain")
+        claim_output(path, args.overwrite)
+    vocab_path = find_vocab(args.vocab, args.checkpoint)
+    vocab = read_vocab(vocab_path)
+    max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
+    tokenizer = BertTokenizer(vocab, lower_case=not args.cased)
+    dataset = pretraining_data(args.inputs, tokenizer, args.seq_length, args.batch_size,
+                               max_predictions, args.whole_word_masking, args.seed)
+    with training_scope(args):
+        if args.resume:
+            pretrainer = BertPretrainer(BertEncoder(BertConfig.from_dict(model_config)))
+        elif args.checkpoint:
+            source = model_path(args.checkpoint)
+            loaded, config = load_pretrainer(source)
+            check_fits(config, vocab, vocab_path, args.seq_length, source)
+            pretrainer = BertPretrainer(under_global_dtype_policy(loaded.encoder))
+            pretrainer.set_head_weights(loaded.get_head_weights())
+        else:
+            pretrainer = BertPretrainer(build_encoder(args, vocab, vocab_path)[0])
+        compile_for_training(pretrainer, args, args.epochs * args.steps_per_epoch)
+    if not args.resume:
+        run_dir = RunDirectory.create(path, args.overwrite)
+        run_dir.write_config(args, pretrainer.encoder.config)
+        run_dir.write_vocab(vocab)
+    metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,
+                    args.checkpoint_every)
+    say(f"pretrained {run_dir.path}: loss {metrics.get('loss', float('nan')):.3f}, "
+        f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.3f}")
+    print(run_dir.path)

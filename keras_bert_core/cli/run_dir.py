@@ -1,0 +1,169 @@
+"""Run directories: everything one `kbc` training run writes, in one folder.
+
+    config.json     the command, its arguments, the model's BertConfig, the task settings
+    vocab.txt       the vocabulary the model reads
+    model.keras     the trained model
+    metrics.json    the final metrics
+    curves.png      loss and accuracy curves (matplotlib, Agg)
+    backup/ checkpoints/ logs/ metrics.jsonl
+                    written during `fit` by `keras_bert_core.training.training_callbacks`:
+                    the backup `--resume` restarts from, weight checkpoints, TensorBoard
+                    logs, and metrics every few steps and at every epoch end
+"""
+
+import json
+import math
+import os
+import shutil
+import time
+
+from keras_bert_core import __version__
+from keras_bert_core.cli import UserError
+from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
+
+METRICS_FILE = "metrics.json"
+CURVES_FILE = "curves.png"
+
+
+def default_run_dir(name):
+    return os.path.join("runs", f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def claim_output(path, overwrite=False, make_parent=False):
+    """Checks that `path` (a file or folder about to be written) may be written: an existing
+    one is an error unless `overwrite`, which removes it; the nearest existing folder above
+    it must be writable. With `make_parent`, missing parent folders are created."""
+    if os.path.lexists(path):
+        if not overwrite:
+            raise UserError(f"{path} already exists; pass --overwrite to replace it, or "
+                            "choose another output")
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    existing = parent
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
+        problem = "is not a folder" if not os.path.isdir(existing) else "is not writable"
+        raise UserError(f"cannot write {path}: {existing} {problem}")
+    if make_parent:
+        os.makedirs(parent, exist_ok=True)
+
+
+class RunDirectory:
+    """The folder of one training run (see the module docstring for its files).
+
+    Args:
+        path: the folder.
+
+    Example:
+    >>> import tempfile
+    >>> run = RunDirectory.create(os.path.join(tempfile.mkdtemp(), "run"))
+    >>> run.write_json(METRICS_FILE, {"accuracy": 0.9})
+    >>> run.read_json(METRICS_FILE)
+    {'accuracy': 0.9}
+    """
+
+    def __init__(self, path):
+        self.path = path
+
+    @classmethod
+    def create(cls, path, overwrite=False):
+        """A new, empty run directory; an existing one only with `overwrite`."""
+        claim_output(path, overwrite)
+        os.makedirs(path)
+        return cls(path)
+
+    @classmethod
+    def open(cls, path):
+        """An existing run directory, as written by `create` and `write_config`."""
+        if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
+            raise UserError(f"{path} is not a kbc run directory (it has no {CONFIG_FILE})")
+        return cls(path)
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    def write_json(self, name, values):
+        with open(self.file(name), "w", encoding="utf-8") as f:
+            json.dump(values, f, indent=2)
+            f.write("\n")
+
+    def read_json(self, name):
+        with open(self.file(name), encoding="utf-8") as f:
+            return json.load(f)
+
+    def write_config(self, args, model_config=None, task=None):
+        """Records the command line's arguments, the model's `BertConfig` and the task
+        settings (what `evaluate` and `predict` need to read data as training did)."""
+        import keras
+        import tensorflow as tf
+
+        arguments = {k: v for k, v in vars(args).items() if k not in ("module", "command")}
+        self.write_json(CONFIG_FILE, {
+            "command": args.command,
+            "arguments": arguments,
+            "model_config": model_config.to_dict() if model_config is not None else None,
+            "task": task,
+            "versions": {"keras_bert_core": __version__, "keras": keras.__version__,
+                         "tensorflow": tf.__version__},
+        })
+
+    def config(self):
+        return self.read_json(CONFIG_FILE)
+
+    def write_metrics(self, metrics):
+        self.write_json(METRICS_FILE, metrics)
+
+    def write_vocab(self, tokens):
+        with open(self.file(VOCAB_FILE), "w", encoding="utf-8") as f:
+            f.writelines(token + "\n" for token in tokens)
+
+    def save_model(self, model):
+        model.save(self.file(MODEL_FILE))
+
+    def callbacks(self, log_every_steps=50, checkpoint_every_epochs=1):
+        """Backup (for `--resume`), checkpoints, TensorBoard logs and `metrics.jsonl`."""
+        from keras_bert_core.training import training_callbacks
+
+        return training_callbacks(self.path, checkpoint_every_epochs=checkpoint_every_epochs,
+                                  log_every_steps=log_every_steps)
+
+    def completed_epochs(self):
+        from keras_bert_core.training import completed_epochs
+
+        return completed_epochs(self.path)
+
+    def epoch_metrics(self):
+        """The epoch-end records of `metrics.jsonl`, oldest first."""
+        path = self.file("metrics.jsonl")
+        if not os.path.isfile(path):
+            return []
+        with open(path, encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        return [r for r in records if r["event"] == "epoch"]
+
+    def plot_curves(self, title, path=None):
+        """Draws every logged loss and accuracy against the training step into
+        `curves.png` (or `path`); returns the file written, or None before any epoch."""
+        from matplotlib.figure import Figure
+
+        records = self.epoch_metrics()
+        if not records:
+            return None
+        steps = [r["step"] for r in records]
+        figure = Figure(figsize=(11, 4), layout="constrained")
+        for axes, kind in zip(figure.subplots(1, 2), ("loss", "accuracy"), strict=True):
+            for key in sorted({k for r in records for k in r if k.endswith(kind)}):
+                axes.plot(steps, [r.get(key, math.nan) for r in records], marker="o",
+                          markersize=3, label=key)
+            axes.set(title=kind, xlabel="step")
+            axes.grid(alpha=0.3)
+            if axes.has_data():
+                axes.legend()
+        figure.suptitle(title)
+        path = path or self.file(CURVES_FILE)
+        figure.savefig(path, dpi=100)
+        return path

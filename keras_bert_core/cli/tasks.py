@@ -1,0 +1,398 @@
+"""The fine-tuning tasks of `kbc finetune`, `evaluate` and `predict`.
+
+A task reads its data (files or TensorFlow Datasets), builds its model on an encoder, turns
+data into `fit` batches, scores a model and writes its answers. Its `settings` (columns,
+label names, lengths) are saved in the run's config.json, so `evaluate` and `predict` read
+data exactly as training did.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+from keras_bert_core.cli import UserError
+
+# Task options and their defaults; `evaluate` and `predict` default to the training run's.
+DATA_OPTIONS = {
+    "text_column": ("text", "classify/pair: column of the (first) text"),
+    "pair_column": ("text_b", "pair: column of the second text"),
+    "label_column": ("label", "classify/pair/choice: column of the label"),
+    "question_column": ("question", "choice: key of the question"),
+    "choices_column": ("choices", "choice: key of the list of choices"),
+    "context_column": (None, "choice: key of an optional passage"),
+    "doc_stride": (128, "squad: wordpieces between the starts of a context's windows"),
+    "max_query_length": (64, "squad: longest question kept, in wordpieces"),
+    "max_answer_length": (30, "squad: longest answer, in wordpieces"),
+}
+PLAIN_TEXT_SUFFIXES = ("", ".txt")
+
+
+def add_data_options(parser, with_defaults=True):
+    group = parser.add_argument_group("data")
+    for name, (default, help_text) in DATA_OPTIONS.items():
+        kind = int if isinstance(default, int) else str
+        if not with_defaults:
+            default, help_text = None, help_text + " (default: as in training)"
+        group.add_argument("--" + name.replace("_", "-"), type=kind, default=default,
+                           help=help_text)
+
+
+def data_settings(args):
+    """The data options given on the command line (`None` ones left out)."""
+    return {name: getattr(args, name) for name in DATA_OPTIONS
+            if getattr(args, name) is not None}
+
+
+def _softmax(logits):
+    logits = np.asarray(logits, np.float64)
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def _keras_metrics(model, dataset):
+    metrics = model.evaluate(dataset, verbose=0, return_dict=True)
+    return {name: float(value) for name, value in metrics.items()}
+
+
+def read_lines(path):
+    """Non-empty lines of a file, or of stdin when `path` is None."""
+    if path is None:
+        return [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+class Task:
+    """One fine-tuning task.
+
+    Args:
+        settings: dict of the task's data options (`DATA_OPTIONS`), `seq_length`, and what
+            `learn_labels` adds from the training data.
+    """
+
+    name = None
+
+    def __init__(self, settings):
+        self.settings = {**{k: v for k, (v, _) in DATA_OPTIONS.items()}, **settings,
+                         "name": self.name}
+
+    def load(self, path, labeled=True):
+        """The data of a file; without its labels if not `labeled`."""
+        raise NotImplementedError
+
+    def read_input(self, path):
+        """Unlabeled data for `predict`: a data file, or plain text lines (of `path` if it
+        ends in .txt, else of stdin when `path` is None)."""
+        if path is not None and os.path.splitext(path)[1] not in PLAIN_TEXT_SUFFIXES:
+            return self.load(path, labeled=False)
+        return self.from_lines(read_lines(path))
+
+    def from_lines(self, lines):
+        raise UserError(f"{self.name} predictions read a data file: pass --input FILE")
+
+    def check_data(self, data, source):
+        """Raises a `UserError` if `data` (e.g. from TFDS) is not this task's kind."""
+
+    def learn_labels(self, data):
+        """Records what the model's shape depends on (label names, number of choices)."""
+
+    def build_model(self, encoder):
+        raise NotImplementedError
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        """`(tf.data.Dataset, number of rows)`: `fit` batches of `data`, or features only
+        when it is unlabeled."""
+        raise NotImplementedError
+
+    def evaluate(self, model, data, preprocessor, batch_size):
+        """A dict of metrics."""
+        raise NotImplementedError
+
+    def predict(self, model, data, preprocessor, batch_size):
+        """A list of JSON-ready answers, one per example."""
+        raise NotImplementedError
+
+
+class Classify(Task):
+    """Labels a text (or, as `Pair`, a pair of texts); regression when there are no label
+    names (STS-B from TFDS)."""
+
+    name = "classify"
+    pairs = False
+
+    def load(self, path, labeled=True):
+        from keras_bert_core.text.task_data import load_text_classification
+
+        s = self.settings
+        return load_text_classification(
+            path, s["text_column"], s["label_column"] if labeled else None,
+            s["pair_column"] if self.pairs else None, label_names=s.get("label_names"))
+
+    def from_lines(self, lines):
+        from keras_bert_core.text.task_data import TextClassificationData
+
+        if not self.pairs:
+            return TextClassificationData(lines, None, None, None)
+        fields = [line.split("\t") for line in lines]
+        for number, parts in enumerate(fields, start=1):
+            if len(parts) != 2:
+                raise UserError(f"input line {number}: expected two tab-separated texts, "
+                                f"found {len(parts)} field(s)")
+        return TextClassificationData([a for a, _ in fields], [b for _, b in fields], None,
+                                      None)
+
+    def check_data(self, data, source):
+        from keras_bert_core.text.task_data import TextClassificationData
+
+        if not isinstance(data, TextClassificationData):
+            raise UserError(f"{source} is not a classification task; "
+                            f"choose the --task that fits it")
+        if (data.pairs is not None) != self.pairs:
+            wanted = "pair" if data.pairs is not None else "classify"
+            raise UserError(f"{source} has {'text pairs' if data.pairs else 'single texts'}: "
+                            f"use --task {wanted}")
+
+    def learn_labels(self, data):
+        self.settings["label_names"] = data.label_names
+
+    def build_model(self, encoder):
+        from keras_bert_core.models.classifier import BertClassifier
+
+        names = self.settings["label_names"]
+        return BertClassifier(encoder, num_classes=len(names) if names else 1)
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        from keras_bert_core.text.task_data import classification_dataset
+
+        return classification_dataset(data, preprocessor, batch_size, training,
+                                      seed=seed), len(data)
+
+    def evaluate(self, model, data, preprocessor, batch_size):
+        return _keras_metrics(model, self.dataset(data, preprocessor, batch_size)[0])
+
+    def predict(self, model, data, preprocessor, batch_size):
+        dataset, _ = self.dataset(data, preprocessor, batch_size)
+        logits = model.predict(dataset, verbose=0)
+        names = self.settings["label_names"]
+        answers = []
+        for index, text in enumerate(data.texts):
+            answer = {"text": text}
+            if self.pairs:
+                answer["text_b"] = data.pairs[index]
+            if names:
+                probabilities = _softmax(logits[index])
+                answer["label"] = names[int(probabilities.argmax())]
+                answer["probabilities"] = dict(zip(names, probabilities.round(6).tolist(),
+                                                   strict=True))
+            else:
+                answer["score"] = float(logits[index, 0])
+            answers.append(answer)
+        return answers
+
+
+class Pair(Classify):
+    name = "pair"
+    pairs = True
+
+
+class Squad(Task):
+    """Extractive question answering on SQuAD v1.1 / v2.0 JSON."""
+
+    name = "squad"
+
+    def load(self, path, labeled=True):
+        from keras_bert_core.text.squad import load_squad
+
+        return load_squad(path)
+
+    def check_data(self, data, source):
+        if not isinstance(data, list):
+            raise UserError(f"{source} is not a question-answering task; "
+                            "choose the --task that fits it")
+
+    def learn_labels(self, data):
+        # SQuAD 2.0: unanswerable questions exist, so "no answer" is a possible prediction.
+        self.settings["version_2"] = any(example.is_impossible for example in data)
+
+    def build_model(self, encoder):
+        from keras_bert_core.models.span_labeler import BertSpanLabeler
+
+        return BertSpanLabeler(encoder)
+
+    def _features(self, data, preprocessor):
+        from keras_bert_core.text.squad import squad_features
+
+        s = self.settings
+        return squad_features(data, preprocessor.tokenizer, s["seq_length"], s["doc_stride"],
+                              s["max_query_length"])
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        features = self._features(data, preprocessor)
+        return features.dataset(batch_size, training, seed=seed), len(features)
+
+    def _answers(self, model, data, preprocessor, batch_size):
+        from keras_bert_core.text.squad import extract_answers
+
+        features = self._features(data, preprocessor)
+        logits = model.predict(features.inputs, batch_size=batch_size, verbose=0)
+        return extract_answers(
+            data, features, logits["start_logits"], logits["end_logits"],
+            max_answer_length=self.settings["max_answer_length"],
+            null_score_threshold=0.0 if self.settings.get("version_2") else None)
+
+    def evaluate(self, model, data, preprocessor, batch_size):
+        from keras_bert_core.text.squad import squad_metrics
+
+        return squad_metrics(self._answers(model, data, preprocessor, batch_size), data)
+
+    def predict(self, model, data, preprocessor, batch_size):
+        answers = self._answers(model, data, preprocessor, batch_size)
+        return [{"id": e.qas_id, "question": e.question, "answer": answers[e.qas_id]}
+                for e in data]
+
+
+class Ner(Task):
+    """Token tagging (named entities) on CoNLL files: a word per line, its tag last."""
+
+    name = "ner"
+
+    def load(self, path, labeled=True):
+        from keras_bert_core.text.tagging import load_conll
+
+        return load_conll(path, tag_names=self.settings.get("label_names"),
+                          tag_column=-1 if labeled else None)
+
+    def from_lines(self, lines):
+        from keras_bert_core.text.tagging import TaggingData
+
+        return TaggingData([line.split() for line in lines], None, None)
+
+    def check_data(self, data, source):
+        from keras_bert_core.text.tagging import TaggingData
+
+        if not isinstance(data, TaggingData):
+            raise UserError(f"{source} is not a tagging task; choose the --task that fits it")
+
+    def learn_labels(self, data):
+        self.settings["label_names"] = data.tag_names
+
+    def build_model(self, encoder):
+        from keras_bert_core.models.token_classifier import BertTokenClassifier
+
+        return BertTokenClassifier(encoder, num_classes=len(self.settings["label_names"]))
+
+    def _features(self, data, preprocessor):
+        from keras_bert_core.text.tagging import tagging_features
+
+        return tagging_features(data, preprocessor.tokenizer, self.settings["seq_length"])
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        features = self._features(data, preprocessor)
+        return features.dataset(batch_size, training, seed=seed), len(features)
+
+    def _tags(self, model, data, preprocessor, batch_size):
+        from keras_bert_core.text.tagging import predictions_to_tags
+
+        features = self._features(data, preprocessor)
+        logits = model.predict(features.inputs, batch_size=batch_size, verbose=0)
+        return predictions_to_tags(logits, features, self.settings["label_names"])
+
+    def evaluate(self, model, data, preprocessor, batch_size):
+        from keras_bert_core.text.tagging import entity_scores
+
+        names = self.settings["label_names"]
+        truth = [[names[tag] for tag in sentence] for sentence in data.tags]
+        return entity_scores(truth, self._tags(model, data, preprocessor, batch_size))
+
+    def predict(self, model, data, preprocessor, batch_size):
+        tags = self._tags(model, data, preprocessor, batch_size)
+        return [{"words": words, "tags": sentence_tags}
+                for words, sentence_tags in zip(data.sentences, tags, strict=True)]
+
+
+class Choice(Task):
+    """Multiple choice on JSON lines: a question, a list of choices, the right one's index."""
+
+    name = "choice"
+
+    def load(self, path, labeled=True):
+        from keras_bert_core.text.task_data import load_multiple_choice
+
+        s = self.settings
+        data = load_multiple_choice(path, s["question_column"], s["choices_column"],
+                                    s["label_column"] if labeled else None,
+                                    s["context_column"])
+        expected = s.get("num_choices")
+        if expected is not None and data.num_choices != expected:
+            raise UserError(f"{path}: questions have {data.num_choices} choices but the model "
+                            f"was trained with {expected}")
+        return data
+
+    def learn_labels(self, data):
+        self.settings["num_choices"] = data.num_choices
+
+    def build_model(self, encoder):
+        from keras_bert_core.models.multiple_choice import BertMultipleChoice
+
+        return BertMultipleChoice(encoder, num_choices=self.settings["num_choices"])
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        from keras_bert_core.text.task_data import multiple_choice_dataset
+
+        return multiple_choice_dataset(data, preprocessor, batch_size, training,
+                                       seed=seed), len(data)
+
+    def evaluate(self, model, data, preprocessor, batch_size):
+        return _keras_metrics(model, self.dataset(data, preprocessor, batch_size)[0])
+
+    def predict(self, model, data, preprocessor, batch_size):
+        dataset, _ = self.dataset(data, preprocessor, batch_size)
+        probabilities = _softmax(model.predict(dataset, verbose=0))
+        return [{"question": question, "choices": choices,
+                 "answer": int(p.argmax()), "choice": choices[int(p.argmax())],
+                 "probabilities": p.round(6).tolist()}
+                for question, choices, p in zip(data.questions, data.choices, probabilities,
+                                                strict=True)]
+
+
+TASKS = {task.name: task for task in (Classify, Pair, Squad, Ner, Choice)}
+
+
+def load_tfds(task, name, split, data_dir=None):
+    """A TensorFlow Datasets split, checked to fit `task`."""
+    from keras_bert_core.text.tfds_tasks import TFDS_TASKS, load_tfds_task
+
+    if name not in TFDS_TASKS:
+        raise UserError(f"unknown TFDS task {name!r}; choose from {', '.join(TFDS_TASKS)}")
+    source = f"TFDS {name!r} split {split!r}"
+    try:
+        data = load_tfds_task(name, split, data_dir=data_dir)
+    except Exception as e:  # noqa: BLE001 - TFDS raises many kinds (missing data, network)
+        lines = str(e).strip().splitlines()
+        raise UserError(f"cannot load {source}: {lines[0] if lines else type(e).__name__}") \
+            from None
+    task.check_data(data, source)
+    return data
+
+
+def load_finetuned(path):
+    """`(model, task, preprocessor)` of a `kbc finetune` run, given its folder or model."""
+    from keras_bert_core.checkpoints.keras_file import load_model
+    from keras_bert_core.cli.common import VOCAB_FILE, model_path, run_directory_of
+    from keras_bert_core.cli.run_dir import RunDirectory
+    from keras_bert_core.text import BertPreprocessor
+
+    folder = run_directory_of(path)
+    if folder is None:
+        raise UserError(f"{path} is not a kbc fine-tuning run: its folder has no config.json "
+                        "with the task settings")
+    config = RunDirectory.open(folder).config()
+    if not config.get("task"):
+        raise UserError(f"{folder} is a `kbc {config['command']}` run, not a fine-tuned model")
+    task = TASKS[config["task"]["name"]](config["task"])
+    model = load_model(model_path(path))
+    preprocessor = BertPreprocessor(os.path.join(folder, VOCAB_FILE),
+                                    seq_length=task.settings["seq_length"],
+                                    lower_case=task.settings["lower_case"])
+    return model, task, preprocessor

@@ -1,0 +1,77 @@
+"""Shared runs for the CLI tests: one tiny pretraining run and one fine-tuned classifier,
+made once per session and reused by the tests that read, export or continue them."""
+
+import dataclasses
+import json
+import pathlib
+import random
+
+import pytest
+
+from keras_bert_core.cli import main
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "text" / "data" / "tasks"
+VOCAB = DATA / "vocab.txt"
+# Small enough that a run trains in seconds.
+TINY_CONFIG = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "intermediate_size": 64,
+               "max_position_embeddings": 64}
+
+
+@dataclasses.dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def kbc(capsys):
+    """Runs `kbc ARGS...` in this process; returns its exit code, stdout and stderr."""
+
+    def run(*argv):
+        code = main([str(arg) for arg in argv])
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    """Documents of sentences made of the test vocabulary's words, a blank line apart."""
+    words = [w for w in VOCAB.read_text().split() if w.isalpha()]
+    rng = random.Random(0)
+    documents = ["\n".join(" ".join(rng.choices(words, k=rng.randint(4, 10))) + "."
+                           for _ in range(rng.randint(2, 5))) for _ in range(60)]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n\n".join(documents) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("config") / "config.json"
+    path.write_text(json.dumps(TINY_CONFIG))
+    return path
+
+
+def _kbc(*argv):
+    assert main([str(arg) for arg in argv]) == 0
+
+
+@pytest.fixture(scope="session")
+def pretrain_run(tmp_path_factory, corpus, tiny_config):
+    run_dir = tmp_path_factory.mktemp("runs") / "pretrain"
+    _kbc("pretrain", corpus, "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 32,
+         "--batch-size", 4, "--epochs", 2, "--steps-per-epoch", 2, "--run-dir", run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def classify_run(tmp_path_factory, pretrain_run):
+    run_dir = tmp_path_factory.mktemp("runs") / "classify"
+    _kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+         "--validation", DATA / "sentiment.csv", "--text-column", "review",
+         "--checkpoint", pretrain_run, "--seq-length", 32, "--batch-size", 2, "--epochs", 2,
+         "--learning-rate", 1e-3, "--run-dir", run_dir)
+    return run_dir

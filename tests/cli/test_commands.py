@@ -1,0 +1,218 @@
+"""Every `kbc` subcommand end to end on tiny data: the files it writes and what it answers."""
+
+import io
+import json
+import shutil
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_core.cli import COMMANDS, build_parser
+from keras_bert_core.cli.run_dir import RunDirectory
+from tests.cli.conftest import DATA, VOCAB
+
+PNG_MAGIC = b"\x89PNG"
+
+
+def json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_kbc_alone_lists_every_command(kbc):
+    result = kbc()
+    assert result.code == 0
+    assert all(name in result.out for name in COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([command, "--help"])
+    assert exit_info.value.code == 0
+    assert f"kbc {command}" in capsys.readouterr().out
+
+
+def test_vocab_learns_a_vocabulary_and_keeps_existing_files(kbc, corpus, tmp_path):
+    output = tmp_path / "vocab.txt"
+    result = kbc("vocab", corpus, "--output", output, "--vocab-size", 120)
+    assert result.code == 0, result.err
+    tokens = output.read_text().splitlines()
+    assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert len(tokens) <= 120
+    corpus_words = set(corpus.read_text().replace(".", " ").split())
+    assert any(len(token) > 3 and token in corpus_words for token in tokens)
+    again = kbc("vocab", corpus, "--output", output)
+    assert again.code == 2 and "already exists" in again.err
+    assert kbc("vocab", corpus, "--output", output, "--vocab-size", 100, "--overwrite").code == 0
+
+
+def test_pretrain_writes_a_complete_run_directory(pretrain_run):
+    run = RunDirectory.open(pretrain_run)
+    config = run.config()
+    assert config["command"] == "pretrain"
+    assert config["arguments"]["steps_per_epoch"] == 2
+    assert config["model_config"]["hidden_size"] == 32
+    assert config["model_config"]["vocab_size"] == len(VOCAB.read_text().split("\n")) - 1
+    assert [r["step"] for r in run.epoch_metrics()] == [2, 4]
+    assert set(run.read_json("metrics.json")) >= {"loss", "mlm_accuracy", "nsp_accuracy"}
+    assert (pretrain_run / "curves.png").read_bytes().startswith(PNG_MAGIC)
+    assert sorted(p.name for p in (pretrain_run / "checkpoints").iterdir()) == [
+        "epoch_0001.weights.h5", "epoch_0002.weights.h5"]
+    assert list((pretrain_run / "logs").rglob("events.out.tfevents.*"))
+    assert (pretrain_run / "backup").is_dir()
+    assert isinstance(keras.saving.load_model(pretrain_run / "model.keras", compile=False),
+                      keras.Model)
+
+
+class _InterruptAfterFirstEpoch(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        raise KeyboardInterrupt
+
+
+def test_pretrain_resumes_from_its_last_backup(kbc, corpus, tiny_config, tmp_path,
+                                               monkeypatch):
+    run_dir = tmp_path / "run"
+    callbacks = RunDirectory.callbacks
+    # The backup is written before this callback stops the run, as a preemption would.
+    monkeypatch.setattr(RunDirectory, "callbacks", lambda self, **kwargs: [
+        *callbacks(self, **kwargs), _InterruptAfterFirstEpoch()])
+    interrupted = kbc("pretrain", corpus, "--vocab", VOCAB, "--config", tiny_config,
+                      "--seq-length", 32, "--batch-size", 4, "--epochs", 3,
+                      "--steps-per-epoch", 2, "--run-dir", run_dir)
+    assert interrupted.code == 130
+    monkeypatch.setattr(RunDirectory, "callbacks", callbacks)
+
+    resumed = kbc("pretrain", "--resume", "--run-dir", run_dir)
+    assert resumed.code == 0, resumed.err
+    assert "resuming" in resumed.err and "after epoch 1 of 3" in resumed.err
+    records = RunDirectory.open(run_dir).epoch_metrics()
+    assert [(r["epoch"], r["step"]) for r in records] == [(1, 2), (2, 4), (3, 6)]
+
+
+def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision(
+        kbc, corpus, pretrain_run, tmp_path):
+    from keras_bert_core.text import BertTokenizer
+    from keras_bert_core.text.pretraining_data import write_pretraining_tfrecords
+
+    shards = write_pretraining_tfrecords(corpus, BertTokenizer(str(VOCAB)),
+                                         str(tmp_path / "data" / "corpus"), seq_length=32)
+    result = kbc("pretrain", *shards, "--checkpoint", pretrain_run, "--batch-size", 4,
+                 "--seq-length", 32, "--epochs", 1, "--steps-per-epoch", 2,
+                 "--mixed-precision", "bfloat16", "--run-dir", tmp_path / "run")
+    assert result.code == 0, result.err
+    config = RunDirectory.open(tmp_path / "run").config()
+    assert config["model_config"] == RunDirectory.open(pretrain_run).config()["model_config"]
+    model = keras.saving.load_model(tmp_path / "run" / "model.keras", compile=False)
+    assert model.encoder.blocks[0].dtype_policy.name == "mixed_bfloat16"
+
+
+def test_classifier_run_evaluates_and_predicts(kbc, classify_run, tmp_path, monkeypatch):
+    metrics = RunDirectory.open(classify_run).read_json("metrics.json")
+    assert set(metrics) == {"train", "validation"}
+    assert 0.0 <= metrics["validation"]["accuracy"] <= 1.0
+    assert (classify_run / "curves.png").read_bytes().startswith(PNG_MAGIC)
+
+    evaluated = kbc("evaluate", classify_run, DATA / "sentiment.csv",
+                    "--output", tmp_path / "metrics.json")
+    assert evaluated.code == 0, evaluated.err
+    scores = json.loads(evaluated.out)
+    assert scores == json.loads((tmp_path / "metrics.json").read_text())
+    assert scores["accuracy"] == pytest.approx(metrics["validation"]["accuracy"])
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("A warm, funny film.\n\nThe plot drags.\n"))
+    predicted = kbc("predict", classify_run / "model.keras")
+    assert predicted.code == 0, predicted.err
+    answers = json_lines(predicted.out)
+    assert [a["text"] for a in answers] == ["A warm, funny film.", "The plot drags."]
+    for answer in answers:
+        assert set(answer["probabilities"]) == {"negative", "neutral", "positive"}
+        assert answer["label"] == max(answer["probabilities"], key=answer["probabilities"].get)
+        assert sum(answer["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
+
+
+TASKS = {
+    "pair": (["--train", DATA / "paraphrase.tsv", "--validation", DATA / "paraphrase.tsv",
+              "--text-column", "sentence1", "--pair-column", "sentence2"],
+             DATA / "paraphrase.tsv", 3, "accuracy"),
+    "squad": (["--train", DATA / "squad_v1.json", "--validation", DATA / "squad_v1.json",
+               "--doc-stride", 16, "--max-query-length", 12],
+              DATA / "squad_v1.json", None, "f1"),
+    "ner": (["--train", DATA / "ner.conll", "--validation", DATA / "ner.conll"],
+            DATA / "ner.conll", 3, "f1"),
+    "choice": (["--train", DATA / "choices.jsonl", "--validation", DATA / "choices.jsonl",
+                "--context-column", "context"], DATA / "choices.jsonl", 3, "accuracy"),
+}
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_finetune_evaluate_and_predict_every_task(kbc, task, pretrain_run, tmp_path):
+    arguments, data, num_examples, metric = TASKS[task]
+    run_dir = tmp_path / "run"
+    trained = kbc("finetune", "--task", task, *arguments, "--checkpoint", pretrain_run,
+                  "--seq-length", 32, "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
+    assert trained.code == 0, trained.err
+    assert metric in RunDirectory.open(run_dir).read_json("metrics.json")["validation"]
+
+    evaluated = kbc("evaluate", run_dir, data)
+    assert evaluated.code == 0, evaluated.err
+    assert 0.0 <= json.loads(evaluated.out)[metric] <= 100.0
+
+    predicted = kbc("predict", run_dir, "--input", data)
+    assert predicted.code == 0, predicted.err
+    answers = json_lines(predicted.out)
+    if task == "squad":
+        contexts = {e["context"] for a in json.loads(data.read_text())["data"]
+                    for e in a["paragraphs"]}
+        assert all(any(a["answer"] in c for c in contexts) for a in answers)
+    else:
+        assert len(answers) == num_examples
+    if task == "ner":
+        assert all(len(a["words"]) == len(a["tags"]) for a in answers)
+
+
+def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_run, tmp_path):
+    output = tmp_path / "export"
+    exported = kbc("export", classify_run, "--output", output,
+                   "--tflite-variants", "float32", "dynamic")
+    assert exported.code == 0, exported.err
+    assert (output / "saved_model" / "saved_model.pb").is_file()
+    assert (output / "saved_model" / "assets" / "vocab.txt").is_file()
+    float32, dynamic = output / "model.tflite", output / "model_dynamic.tflite"
+    assert dynamic.stat().st_size < float32.stat().st_size
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("A warm, funny film.\nThe plot drags.\nIt was fine.\n")
+    keras_answers = json_lines(kbc("predict", classify_run, "--input", texts).out)
+    for model in (output / "saved_model", float32):
+        predicted = kbc("predict", model, "--input", texts)
+        assert predicted.code == 0, predicted.err
+        answers = json_lines(predicted.out)
+        assert [a["label_name"] for a in answers] == [a["label"] for a in keras_answers]
+        for answer, expected in zip(answers, keras_answers, strict=True):
+            probabilities = [expected["probabilities"][name]
+                             for name in ("negative", "neutral", "positive")]
+            np.testing.assert_allclose(answer["probabilities"], probabilities, atol=1e-4)
+    again = kbc("export", classify_run, "--output", output)
+    assert again.code == 2 and "already exists" in again.err
+
+
+def test_convert_writes_a_keras_file_with_the_vocabulary(kbc, tmp_path):
+    from keras_bert_core.checkpoints import load_checkpoint, save_google_research_checkpoint
+    from keras_bert_core.config import BertConfig
+    from keras_bert_core.models import BertEncoder
+    from tests.cli.conftest import TINY_CONFIG
+
+    encoder = BertEncoder(BertConfig(vocab_size=len(VOCAB.read_text().split()), **TINY_CONFIG))
+    source = tmp_path / "google_research"
+    save_google_research_checkpoint(encoder, str(source))
+    shutil.copy(VOCAB, source / "vocab.txt")
+    output = tmp_path / "converted" / "encoder.keras"
+    result = kbc("convert", source, output)
+    assert result.code == 0, result.err
+    assert "google_research" in result.err
+    converted, config = load_checkpoint(str(output))
+    assert config == encoder.config
+    for expected, actual in zip(encoder.weights, converted.weights, strict=True):
+        np.testing.assert_array_equal(expected.numpy(), actual.numpy())
+    assert (output.parent / "vocab.txt").read_text() == VOCAB.read_text()

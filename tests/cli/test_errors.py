@@ -1,0 +1,174 @@
+"""Bad input gets one clear line naming the problem and a non-zero exit, never a traceback;
+existing outputs are never replaced without --overwrite."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.conftest import DATA, VOCAB
+
+
+def assert_user_error(result, *fragments):
+    assert result.code == 2
+    errors = [line for line in result.err.splitlines() if ": error: " in line]
+    assert len(errors) == 1, result.err
+    assert "Traceback" not in result.err
+    for fragment in fragments:
+        assert fragment in errors[0]
+
+
+def finetune_classify(*extra):
+    return ("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+            "--text-column", "review", "--vocab", VOCAB, "--batch-size", 2, *extra)
+
+
+def test_missing_file(kbc, tmp_path):
+    missing = tmp_path / "missing.csv"
+    result = kbc("finetune", "--task", "classify", "--train", missing, "--vocab", VOCAB,
+                 "--run-dir", tmp_path / "run")
+    assert_user_error(result, str(missing), "no such file")
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_corpus_file(kbc, tmp_path):
+    result = kbc("vocab", tmp_path / "nothing*.txt", "--output", tmp_path / "vocab.txt")
+    assert_user_error(result, "nothing*.txt")
+
+
+def test_wrong_column(kbc, tmp_path):
+    result = kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                 "--text-column", "body", "--vocab", VOCAB, "--run-dir", tmp_path / "run")
+    assert_user_error(result, "sentiment.csv", "line 2", "column 'body'", "'review'")
+
+
+def test_unknown_label_in_validation_data(kbc, tmp_path):
+    validation = tmp_path / "validation.csv"
+    validation.write_text("review,label\nFine.,sarcastic\n")
+    result = kbc(*finetune_classify("--validation", validation, "--run-dir", tmp_path / "r"))
+    assert_user_error(result, "validation.csv", "unknown label 'sarcastic'")
+
+
+def test_unknown_task_is_refused_by_the_parser(kbc, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        kbc("finetune", "--task", "translate", "--train", DATA / "sentiment.csv")
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'translate'" in capsys.readouterr().err
+
+
+def test_unknown_tfds_task(kbc, tmp_path):
+    result = kbc("finetune", "--task", "classify", "--tfds", "glue/nope", "--vocab", VOCAB,
+                 "--run-dir", tmp_path / "run")
+    assert_user_error(result, "unknown TFDS task 'glue/nope'", "glue/mrpc")
+
+
+def test_tfds_task_of_the_wrong_kind(kbc, tmp_path, monkeypatch):
+    import numpy as np
+
+    from keras_bert_core.text.task_data import TextClassificationData
+
+    pairs = TextClassificationData(["a"], ["b"], np.array([0], np.int32), ["no", "yes"])
+    monkeypatch.setattr("keras_bert_core.text.tfds_tasks.load_tfds_task",
+                        lambda name, split, data_dir=None: pairs)
+    result = kbc("finetune", "--task", "classify", "--tfds", "glue/mrpc", "--vocab", VOCAB,
+                 "--run-dir", tmp_path / "run")
+    assert_user_error(result, "glue/mrpc", "text pairs", "--task pair")
+
+
+def test_vocabulary_that_does_not_match_the_checkpoint(kbc, pretrain_run, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text(VOCAB.read_text() + "extra1\nextra2\n")
+    result = kbc(*finetune_classify("--checkpoint", pretrain_run, "--vocab", vocab,
+                                    "--run-dir", tmp_path / "run"))
+    assert_user_error(result, "vocabulary and model do not match", str(vocab), "vocab_size")
+
+
+def test_vocabulary_without_special_tokens(kbc, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("hello\nworld\n")
+    result = kbc(*finetune_classify("--vocab", vocab, "--run-dir", tmp_path / "run"))
+    assert_user_error(result, str(vocab), "[PAD]")
+
+
+def test_checkpoint_that_is_not_one(kbc, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = kbc(*finetune_classify("--checkpoint", tmp_path / "empty",
+                                    "--run-dir", tmp_path / "run"))
+    assert_user_error(result, "no BERT checkpoint found")
+
+
+def test_invalid_config_json(kbc, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text("{not json")
+    result = kbc(*finetune_classify("--config", config, "--run-dir", tmp_path / "run"))
+    assert_user_error(result, str(config), "not valid JSON")
+
+
+def test_unwritable_output(kbc, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file, not a folder")
+    result = kbc(*finetune_classify("--run-dir", blocker / "run"))
+    assert_user_error(result, "cannot write", str(blocker / "run"))
+
+
+def test_existing_run_directory_needs_overwrite(kbc, classify_run):
+    before = sorted(os.listdir(classify_run))
+    result = kbc(*finetune_classify("--run-dir", classify_run))
+    assert_user_error(result, str(classify_run), "already exists", "--overwrite")
+    assert sorted(os.listdir(classify_run)) == before
+
+
+def test_existing_prediction_file_needs_overwrite(kbc, classify_run, tmp_path):
+    output = tmp_path / "answers.jsonl"
+    output.write_text("keep me\n")
+    result = kbc("predict", classify_run, "--input", DATA / "sentiment.csv",
+                 "--output", output)
+    assert_user_error(result, str(output), "already exists")
+    assert output.read_text() == "keep me\n"
+
+
+def test_resume_needs_a_pretraining_run(kbc, classify_run, tmp_path):
+    assert_user_error(kbc("pretrain", "--resume"), "--resume needs --run-dir")
+    assert_user_error(kbc("pretrain", "--resume", "--run-dir", tmp_path),
+                      "not a kbc run directory")
+    assert_user_error(kbc("pretrain", "--resume", "--run-dir", classify_run),
+                      "not a pretraining run")
+
+
+def test_evaluate_needs_a_finetuning_run(kbc, pretrain_run, tmp_path):
+    assert_user_error(kbc("evaluate", tmp_path, DATA / "sentiment.csv"),
+                      "not a kbc fine-tuning run")
+    assert_user_error(kbc("evaluate", pretrain_run, DATA / "sentiment.csv"),
+                      "`kbc pretrain` run, not a fine-tuned model")
+
+
+def test_predict_on_a_missing_tflite_file(kbc, tmp_path):
+    assert_user_error(kbc("predict", tmp_path / "model.tflite"), "no such file")
+
+
+def test_pair_input_lines_need_two_fields(kbc, tmp_path):
+    lines = tmp_path / "pairs.txt"
+    lines.write_text("only one text\n")
+    from keras_bert_core.cli.tasks import Pair
+
+    with pytest.raises(Exception, match="input line 1: expected two tab-separated texts"):
+        Pair({}).read_input(str(lines))
+
+
+def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert_core.cli", "finetune", "--task", "classify",
+         "--train", str(tmp_path / "missing.csv"), "--vocab", str(VOCAB)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("kbc ")]
+    assert errors == [f"kbc finetune: error: {tmp_path / 'missing.csv'}: no such file"]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_unknown_distribution_strategy(kbc, tmp_path):
+    result = kbc(*finetune_classify("--strategy", "bogus", "--run-dir", tmp_path / "run"))
+    assert_user_error(result, "'bogus'", "mirrored")
