@@ -27,6 +27,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         norm_first: normalize each branch's input (pre-LN) instead of the residual sum
             (post-LN, BERT's).
         initializer_range: stddev of the truncated-normal kernel initializer.
+        remat: recompute the block's activations in the backward pass instead of keeping
+            them (gradient checkpointing): less memory for some extra compute.
 
     Call arguments:
         x: `[batch, seq, width]`.
@@ -43,7 +45,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
                  attention_dropout=0.0, layer_norm_eps=1e-12, norm_first=False,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, remat=False, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
@@ -55,6 +57,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.norm_first = norm_first
         self.initializer_range = initializer_range
+        self.remat = remat
 
     def build(self, input_shape):
         width = input_shape[-1]
@@ -90,6 +93,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.dropout_layer(self.output_dense(h), training=training)
 
     def call(self, x, bias, training=None):
+        if self.remat:
+            # On TensorFlow keras.remat is tf.recompute_grad, which takes positional tensors
+            # only inside tf.function: close over `training`.
+            return keras.remat(lambda x, bias: self._forward(x, bias, training))(x, bias)
+        return self._forward(x, bias, training)
+
+    def _forward(self, x, bias, training):
         if self.norm_first:
             attended = self.attention(self._norm(self.attention_norm, x), bias, training=training)
             x = x + self.dropout_layer(attended, training=training)
@@ -112,4 +122,5 @@ class TransformerEncoderBlock(keras.layers.Layer):
             "layer_norm_eps": self.layer_norm_eps,
             "norm_first": self.norm_first,
             "initializer_range": self.initializer_range,
+            "remat": self.remat,
         }

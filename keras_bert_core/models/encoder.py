@@ -1,7 +1,5 @@
 """`BertEncoder`: the BERT network as a functional Keras model."""
 
-import contextlib
-
 import keras
 
 from keras_bert_core.config import BertConfig
@@ -75,24 +73,23 @@ class BertEncoder(keras.Model):
                        document_positions(inputs["padding_mask"]))
         bias = attention_bias(inputs["padding_mask"])
         blocks, layer_outputs = [], []
-        remat_scope = keras.RematScope(mode="full") if remat else contextlib.nullcontext()
-        with remat_scope:
-            for index in range(config.num_layers):
-                block = TransformerEncoderBlock(
-                    num_heads=config.num_heads,
-                    intermediate_size=config.intermediate_size,
-                    activation=config.hidden_act,
-                    dropout=config.dropout,
-                    attention_dropout=config.attention_dropout,
-                    layer_norm_eps=config.layer_norm_eps,
-                    norm_first=config.norm_first,
-                    initializer_range=config.initializer_range,
-                    dtype=dtype,
-                    name=f"block_{index}",
-                )
-                x = block(x, bias)
-                blocks.append(block)
-                layer_outputs.append(x)
+        for index in range(config.num_layers):
+            block = TransformerEncoderBlock(
+                num_heads=config.num_heads,
+                intermediate_size=config.intermediate_size,
+                activation=config.hidden_act,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                layer_norm_eps=config.layer_norm_eps,
+                norm_first=config.norm_first,
+                initializer_range=config.initializer_range,
+                remat=remat,
+                dtype=dtype,
+                name=f"block_{index}",
+            )
+            x = block(x, bias)
+            blocks.append(block)
+            layer_outputs.append(x)
         final_norm = None
         if config.norm_first:
             # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.

@@ -147,8 +147,9 @@ def test_mixed_precision_keeps_norms_and_softmax_in_float32(policy):
     assert diff < 0.1  # half precision rounding, not a different computation
 
 
-def test_trains_under_fit():
-    encoder = kbc.BertEncoder(TINY)
+@pytest.mark.parametrize("remat", [False, True])
+def test_trains_under_fit(remat):
+    encoder = kbc.BertEncoder(TINY, remat=remat)
     inputs = kbc.models.encoder.encoder_inputs()
     logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
     model = keras.Model(inputs, logits)

@@ -1,0 +1,163 @@
+"""What makes our training step faster or slower: variants timed side by side in one process.
+
+    python bench/ablations.py --task pretrain --preset mini --batch 32
+
+Each variant is `train_step.py`'s `ours` step with one change, prototyped here (library
+code is untouched). All variants are built and warmed up first, then timed round robin,
+one step each in turn, so that the machine's changing load reaches them alike:
+
+- `default`: the task model as it ships (Keras leaves XLA off on a CPU-only machine);
+- `jit`: `compile(jit_compile=True)`: XLA fuses the element-wise work (GELU, dropout
+  masks, LayerNorm, AdamW's update) between the matmuls;
+- `max_logit_accuracy`: the masked-LM accuracy computed as "the target's logit is the
+  largest" (one max over the vocabulary) instead of `SparseCategoricalAccuracy`, whose
+  `keras.ops.argmax` first rewrites negative zeros over the whole `[batch, 20, 30522]`
+  logits on TensorFlow (an equal, a sign-bit test and a select per logit);
+- `jit+max_logit_accuracy`: both;
+- `no_metrics`: no metrics at all, the floor for what metrics cost;
+- `fused_adamw`: AdamW whose Adam update is TensorFlow's fused `ResourceApplyAdam` kernel
+  (one pass over each variable and its two moments) instead of Keras's ten element-wise
+  ops; the same arithmetic, weight decay unchanged;
+- `dense_2d`: every `Dense` flattens `[batch, seq, width]` to `[batch * seq, width]`
+  around its matmul and bias, so TensorFlow's grappler can fuse MatMul + bias (a 3-D
+  input goes through `tensordot`, whose reshapes stop the fusion);
+- `all`: `max_logit_accuracy` + `fused_adamw` + `dense_2d`;
+- `keras_hub_jit` (`--peers`): KerasHub's step with XLA, to show what XLA does for a peer.
+
+Prints a markdown table, then the JSON line that it also writes to
+bench/results/ablations_<task>_<preset>.json (or `--out`).
+"""
+
+import os
+import statistics
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+import train_step  # noqa: E402
+
+
+def max_logit_accuracy():
+    """Weighted top-1 accuracy from one max over the vocabulary, no argmax."""
+    import keras
+    from keras import ops
+
+    def correct(y_true, y_pred):
+        target = ops.take_along_axis(y_pred, ops.cast(y_true, "int32")[..., None], axis=-1)
+        return ops.cast(ops.greater_equal(target[..., 0], ops.max(y_pred, axis=-1)), "float32")
+
+    return keras.metrics.MeanMetricWrapper(correct, name="accuracy")
+
+
+def fused_adamw():
+    """`train_step.py`'s AdamW, its Adam update done by one fused TensorFlow kernel."""
+    import keras
+    import tensorflow as tf
+
+    class FusedAdamW(keras.optimizers.AdamW):
+        def update_step(self, gradient, variable, learning_rate):
+            dtype = variable.dtype
+            step = tf.cast(self.iterations + 1, dtype)
+            index = self._get_variable_index(variable)
+            # var -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps): Keras's formula.
+            tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle, m=self._momentums[index].handle,
+                v=self._velocities[index].handle,
+                beta1_power=tf.pow(tf.cast(self.beta_1, dtype), step),
+                beta2_power=tf.pow(tf.cast(self.beta_2, dtype), step),
+                lr=tf.cast(learning_rate, dtype), beta1=tf.cast(self.beta_1, dtype),
+                beta2=tf.cast(self.beta_2, dtype), epsilon=tf.cast(self.epsilon, dtype),
+                grad=tf.convert_to_tensor(tf.cast(gradient, dtype)))
+
+    optimizer = FusedAdamW(
+        common.LEARNING_RATE, weight_decay=common.ADAMW["weight_decay"],
+        epsilon=common.ADAMW["epsilon"], global_clipnorm=common.ADAMW["global_clipnorm"])
+    optimizer.exclude_from_weight_decay(var_names=common.ADAMW["exclude_from_weight_decay"])
+    return optimizer
+
+
+def dense_2d(enabled):
+    """Makes every `keras.layers.Dense` built from now on run its matmul on 2-D inputs."""
+    import keras
+    from keras import ops
+
+    original = keras.layers.Dense.__dict__.get("_original_call", keras.layers.Dense.call)
+    keras.layers.Dense._original_call = original
+    if not enabled:
+        keras.layers.Dense.call = original
+        return
+
+    def call(self, inputs, training=None):
+        shape = ops.shape(inputs)
+        x = ops.matmul(ops.reshape(inputs, (-1, shape[-1])), self.kernel)
+        if self.bias is not None:
+            x = ops.add(x, self.bias)
+        if self.activation is not None:
+            x = self.activation(x)
+        return ops.reshape(x, (*shape[:-1], self.units))
+
+    keras.layers.Dense.call = call
+
+
+def variants(task, peers):
+    """`{name: (framework, jit, 2-D dense, compile overrides)}`; overrides built lazily."""
+    def fast_metric():
+        return {"weighted_metrics": {"mlm": [max_logit_accuracy()]}} if task == "pretrain" else {}
+
+    table = {"default": ("ours", False, False, dict), "jit": ("ours", True, False, dict)}
+    if task == "pretrain":
+        table["max_logit_accuracy"] = ("ours", False, False, fast_metric)
+        table["no_metrics"] = ("ours", False, False, lambda: {"metrics": None,
+                                                              "weighted_metrics": None})
+    table["fused_adamw"] = ("ours", False, False, lambda: {"optimizer": fused_adamw()})
+    table["dense_2d"] = ("ours", False, True, dict)
+    table["all"] = ("ours", False, True, lambda: {**fast_metric(), "optimizer": fused_adamw()})
+    if peers:
+        table["keras_hub_jit"] = ("keras_hub", True, False, dict)
+    return table
+
+
+def main():
+    parser = train_step.argument_parser(__doc__, framework="ours")
+    parser.add_argument("--peers", action="store_true", help="also time KerasHub with XLA")
+    parser.add_argument("--only", nargs="*", help="variant names to run")
+    args = parser.parse_args()
+
+    arrays = common.synthetic_batch(args.batch, args.seq)
+    runs, times, losses, kinds = {}, {}, {}, {}
+    for name, (framework, jit, flat, overrides) in variants(args.task, args.peers).items():
+        if args.only and name not in args.only:
+            continue
+        args.jit = jit
+        kinds[name] = {"framework": framework, "jit_compile": jit}
+        dense_2d(flat)  # read while the first steps trace the model
+        _, runs[name] = train_step.BUILDERS[framework](args, arrays, **overrides())
+        runs[name](max(args.warmup, 1), 0)
+        times[name] = []
+    dense_2d(False)
+    # Round robin, one step of each variant in turn, so a change in the machine's load
+    # reaches every variant alike.
+    for _ in range(args.steps):
+        for name, run in runs.items():
+            step_times, losses[name] = run(0, 1)
+            times[name] += step_times
+    rows = {name: {**kinds[name], **common.summarize(times[name]),
+                   "sequences_per_s": args.batch / statistics.median(times[name]),
+                   "last_loss": losses[name][-1]} for name in runs}
+    base = rows.get("default", next(iter(rows.values())))["median_s"]
+    for row in rows.values():
+        row["speedup_vs_default"] = base / row["median_s"]
+    print("\n| variant | s/step | seq/s | vs default |\n|---|---:|---:|---:|")
+    for name, row in rows.items():
+        print(f"| {name} | {row['median_s']:.3f} | {row['sequences_per_s']:.2f} | "
+              f"{row['speedup_vs_default']:.2f}x |")
+    common.emit({"benchmark": "ablations", "task": args.task, "preset": args.preset,
+                 "batch": args.batch, "seq": args.seq, "variants": rows},
+                args.out or os.path.join(common.RESULTS_DIR,
+                                         f"ablations_{args.task}_{args.preset}.json"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Shared by the benchmark scripts: the compared configuration, FLOP counts, timing, output.
+
+Imports nothing heavier than numpy, so a script can pick its Keras (keras 3 or tf_keras)
+before TensorFlow loads.
+"""
+
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_DIR = os.path.join(REPO, "bench", "results")
+
+# Every framework is built from these numbers (Turc et al. sizes, BERT's vocabulary). The
+# activation is the tanh GELU because Model Garden and KerasHub encoders hard-code it.
+PRESETS = {
+    "mini": {"num_layers": 4, "hidden_size": 256, "num_heads": 4, "intermediate_size": 1024},
+    "base": {"num_layers": 12, "hidden_size": 768, "num_heads": 12, "intermediate_size": 3072},
+}
+VOCAB_SIZE = 30522
+DROPOUT = 0.1
+NUM_CLASSES = 2
+MAX_PREDICTIONS = 20
+LEARNING_RATE = 1e-4
+# BERT's AdamW, the same in every framework.
+ADAMW = {"weight_decay": 0.01, "epsilon": 1e-6, "global_clipnorm": 1.0,
+         "exclude_from_weight_decay": ["bias", "gamma", "beta", "LayerNorm", "layer_norm"]}
+
+
+def training_flops(preset, batch, seq, task):
+    """Floating-point operations of one training step (forward + backward), counted by hand.
+
+    A matmul of an `[m, k]` by a `[k, n]` matrix costs `2 m k n` forward and twice that
+    backward (gradients of both operands), so a weight matrix with `p` entries that sees
+    `t` vectors costs `6 p t` per step. Embedding lookups are gathers and count zero.
+
+    - encoder, per token: `6 * L * (4 H^2 + 2 H I)` (Q, K, V, output, two feed-forward)
+      plus attention `12 * L * T * H` (Q K^T and probs V, each `2 T H` per query forward);
+    - pooler and head, per sequence: `6 * (H^2 + H C)` (`C` = 2 classes or NSP's 2);
+    - masked-LM head, per predicted position: `6 * (H^2 + H V)` (transform, tied decoder).
+
+    Biases, LayerNorm, softmax, GELU and the optimizer (all linear in the parameter or
+    activation count) are left out, as in the usual "6 N" model-FLOPs utilization figure.
+    """
+    size = PRESETS[preset]
+    layers, hidden, inner = size["num_layers"], size["hidden_size"], size["intermediate_size"]
+    tokens = batch * seq
+    flops = 6 * layers * (4 * hidden**2 + 2 * hidden * inner) * tokens
+    flops += 12 * layers * seq * hidden * tokens
+    flops += 6 * (hidden**2 + hidden * NUM_CLASSES) * batch
+    if task == "pretrain":
+        flops += 6 * (hidden**2 + hidden * VOCAB_SIZE) * batch * MAX_PREDICTIONS
+    return flops
+
+
+def synthetic_batch(batch, seq, seed=0):
+    """Numpy arrays of one full-length training batch: ids, segments, masked-LM targets."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1000, VOCAB_SIZE, (batch, seq)).astype("int32")
+    segment_ids = np.zeros((batch, seq), "int32")
+    segment_ids[:, seq // 2:] = 1
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq), MAX_PREDICTIONS, replace=False)
+                                  for _ in range(batch)]), axis=1).astype("int32")
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": np.ones((batch, seq), "int32"),
+        "masked_positions": positions,
+        "masked_ids": np.take_along_axis(token_ids, positions, axis=1),
+        "masked_weights": np.ones((batch, MAX_PREDICTIONS), "float32"),
+        "labels": rng.integers(0, NUM_CLASSES, (batch,)).astype("int32"),
+    }
+
+
+def step_times(run_step, warmup, steps):
+    """Seconds of each of `steps` calls of `run_step()`, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        run_step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        run_step()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def summarize(times):
+    return {"median_s": statistics.median(times), "mean_s": statistics.fmean(times),
+            "min_s": min(times), "steps": len(times)}
+
+
+def peak_rss_mb():
+    """This process's peak resident memory so far (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def machine_info():
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def emit(result, out=None):
+    """Prints `result` as one JSON line (the runner reads the last line) and saves it."""
+    result = {**result, "peak_rss_mb": round(peak_rss_mb(), 1)}
+    line = json.dumps(result)
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(json.dumps(result, indent=2) + "\n")
+    print(line)
+    sys.stdout.flush()
+    return result

@@ -1,0 +1,500 @@
+"""Every benchmark in one run, peers side by side: bench/results/*.json, RESULTS.md, results.png.
+
+    python bench/run_all.py            # the full run (about 20 minutes on 2 cores)
+    python bench/run_all.py --quick    # fewer steps and texts, "mini" only: checks the wiring
+
+Each measurement runs in a subprocess of its own (tf_keras and Keras 3 never share one,
+and peak memory is per process), one after the other. Sections:
+
+- `peak`: this machine's float32 matmul FLOP/s (bench/matmul_peak.py);
+- `train`: fine-tuning and pretraining steps of ours, Model Garden and KerasHub, "mini"
+  (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py);
+- `ablations`: our step's variants, KerasHub with XLA (bench/ablations.py);
+- `memory`: peak RSS of a "base" batch-32 training process, `remat` off and on;
+- `inference`: raw text in, probabilities out, ours vs KerasHub (bench/inference.py),
+  and the TFLite latencies of bench/export_latency.py;
+- `tokenizer`: bench/tokenizer_throughput.py and the identical-id check
+  bench/tokenizer_ids.py;
+- `packing`: packed vs padded pretraining (bench/packing.py).
+
+A section that fails is reported as failed; the others still run.
+"""
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+BENCH = os.path.join(common.REPO, "bench")
+SECTIONS = ("peak", "train", "ablations", "memory", "inference", "tokenizer", "packing")
+FRAMEWORKS = {"ours": "keras_bert_core", "model_garden": "Model Garden (tf-models-official)",
+              "keras_hub": "KerasHub"}
+TRAIN_SHAPES = {"mini": 32, "base": 8}
+PACKAGES = ("tensorflow", "tensorflow-text", "keras", "tf-keras", "tf-models-official",
+            "keras-hub", "tokenizers", "ai-edge-litert")
+TARGETS = {"train": 1.3, "inference": 5.0, "packing": 1.5, "tokenizer": 3.0}
+
+
+def shown(command):
+    """A command line with this repository's paths made relative to it."""
+    return " ".join(os.path.relpath(c, common.REPO) if c.startswith(common.REPO) else c
+                    for c in map(str, command))
+
+
+def run(script, *args, out):
+    """Runs a bench script in its own process; its JSON result, or the error it ended with."""
+    command = [sys.executable, os.path.join(BENCH, script), *map(str, args)]
+    if out:
+        command += ["--out", os.path.join(common.RESULTS_DIR, out)]
+    print("$", shown(command[1:]), flush=True)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO)
+    seconds = time.perf_counter() - start
+    if done.returncode:
+        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+                 for line in done.stderr.splitlines() if line.strip()] or ["no output"]
+        found = [i for i, line in enumerate(lines) if "Error" in line] or [len(lines) - 1]
+        # Keras puts the cause on the line after "ValueError: Exception encountered...".
+        error = " ".join(lines[found[-1]:found[-1] + 2])
+        print(f"  failed after {seconds:.0f} s: {error}", flush=True)
+        return {"error": error, "command": command[1:]}
+    print(f"  {seconds:.0f} s", flush=True)
+    # Our scripts print their result as a JSON line; the others write their own file.
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    return {**(json.loads(lines[-1]) if lines else {}), "wall_s": seconds}
+
+
+def run_sections(sections, quick):
+    results = {}
+    steps = {"mini": 2, "base": 1} if quick else {"mini": 5, "base": 4}
+    presets = ["mini"] if quick else list(TRAIN_SHAPES)
+    if "peak" in sections:
+        results["peak"] = run("matmul_peak.py", "--repeats", 3 if quick else 5,
+                              out="matmul_peak.json")
+    if "train" in sections:
+        results["train"] = [
+            run("train_step.py", "--framework", framework, "--task", task, "--preset", preset,
+                "--batch", TRAIN_SHAPES[preset], "--steps", steps[preset],
+                out=f"train_{framework}_{task}_{preset}.json")
+            for preset in presets for task in ("finetune", "pretrain")
+            for framework in FRAMEWORKS]
+    if "ablations" in sections:
+        results["ablations"] = run(
+            "ablations.py", "--task", "pretrain", "--preset", "mini", "--steps", steps["mini"],
+            "--only", "default", "jit", "max_logit_accuracy", "fused_adamw", "dense_2d", "all",
+            out=None)
+    if "memory" in sections:
+        shape = ("--preset", "mini", "--batch", 32) if quick else ("--preset", "base",
+                                                                   "--batch", 32)
+        results["memory"] = [
+            run("train_step.py", "--framework", "ours", "--task", "finetune", *shape,
+                "--warmup", 1, "--steps", 1, *flags, out=f"memory_{name}.json")
+            for name, flags in (("remat_off", ()), ("remat_keras", ("--remat", "keras")),
+                                ("remat_recompute_blocks", ("--remat", "recompute_blocks")))]
+    if "inference" in sections:
+        counts = ("--short-texts", 64, "--long-texts", 32, "--latency-texts", 10,
+                  "--repeats", 1) if quick else ()
+        results["inference"] = [run("inference.py", "--framework", framework, *counts,
+                                    out=f"inference_{framework}.json")
+                                for framework in ("ours", "keras_hub")]
+        if os.path.exists(os.path.join(BENCH, "export_latency.py")):
+            # The export engineer's script writes bench/results/export.json itself.
+            run("export_latency.py", "--texts", 20 if quick else 60, out=None)
+            results["export"] = read_json("export.json")
+    if "tokenizer" in sections:
+        run("tokenizer_throughput.py", "--repeats", 2 if quick else 5, out=None)
+        results["tokenizer"] = read_json("tokenizer.json")
+        results["tokenizer_ids"] = run("tokenizer_ids.py", out="tokenizer_ids.json")
+    if "packing" in sections:
+        results["packing"] = run("packing.py", "--steps", 2 if quick else 6,
+                                 out="packing.json")
+    return results
+
+
+def read_json(name):
+    path = os.path.join(common.RESULTS_DIR, name)
+    if not os.path.exists(path):
+        return {"error": f"{name} was not written"}
+    with open(path) as f:
+        return json.load(f)
+
+
+def train_rows(results):
+    return [r for r in results.get("train", []) if "error" not in r]
+
+
+def ratios(results):
+    """Each target's measured ratio: ours over the best peer (or packed over padded)."""
+    found = {}
+    rows = train_rows(results)
+    for task in ("finetune", "pretrain"):
+        for preset in TRAIN_SHAPES:
+            mine = [r for r in rows if (r["task"], r["preset"]) == (task, preset)]
+            ours = [r["sequences_per_s"] for r in mine if r["framework"] == "ours"]
+            peers = {r["framework"]: r["sequences_per_s"] for r in mine
+                     if r["framework"] != "ours"}
+            if ours and peers:
+                best = max(peers, key=peers.get)
+                found[f"train_{task}_{preset}"] = {
+                    "ratio": ours[0] / peers[best], "vs": best, "target": TARGETS["train"]}
+    inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
+    if {"ours", "keras_hub"} <= set(inference):
+        for kind in ("short", "long"):
+            found[f"inference_{kind}_throughput"] = {
+                "ratio": inference["ours"][f"savedmodel_{kind}_texts_per_s"]
+                / inference["keras_hub"][f"keras_hub_{kind}_texts_per_s"],
+                "vs": "keras_hub", "target": TARGETS["inference"] if kind == "short" else None}
+            found[f"inference_{kind}_latency"] = {
+                "ratio": inference["keras_hub"][f"keras_hub_{kind}_latency_ms"]
+                / inference["ours"][f"savedmodel_{kind}_latency_ms"],
+                "vs": "keras_hub", "target": None}
+    packing = results.get("packing", {})
+    if "error" not in packing and packing:
+        found["packing_real_tokens_per_s"] = {
+            "ratio": packing["packed_vs_padded_real_tokens_per_s"], "vs": "padded rows",
+            "target": TARGETS["packing"]}
+    tokenizer = results.get("tokenizer", {})
+    if "results" in tokenizer:
+        speeds = {row["tokenizer"]: row["lines_per_second"] for row in tokenizer["results"]}
+        hf = next(v for k, v in speeds.items() if k.startswith("HF"))
+        for name, speed in speeds.items():
+            if name.startswith("keras_bert_core"):
+                found[f"tokenizer {name.split('(')[-1].rstrip(')')}"] = {
+                    "ratio": speed / hf, "vs": "HF tokenizers", "target": TARGETS["tokenizer"]}
+    return found
+
+
+def fmt(value, digits=2):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}"
+
+
+def markdown(results, command, started, loads):
+    """RESULTS.md: how it was run, on what, every table, and the targets."""
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    machine = common.machine_info()
+    peak = results.get("peak", {}).get("peak_flops_per_s")
+    lines = [
+        "# Benchmarks: keras_bert_core vs Model Garden vs KerasHub",
+        "",
+        "Written by `bench/run_all.py`; every figure below comes from this one run:",
+        "",
+        f"    {command}",
+        "",
+        f"- date: {started:%Y-%m-%d %H:%M} UTC; wall time {results['wall_s'] / 60:.1f} min",
+        f"- machine: {machine['cpu']}, {machine['cores']} cores, Python {machine['python']}",
+        f"- load average (1, 5, 15 min) at start {loads[0]}, at end {loads[1]} (the machine "
+        "is shared; above ~2 the figures are slower than this machine can do)",
+        "- " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+        f"- float32 matmul peak (`bench/matmul_peak.py`: best `tf.matmul` time of a few "
+        f"shapes, here {results.get('peak', {}).get('best_shape', '?')}): "
+        f"{fmt(peak / 1e9 if peak else None, 1)} GFLOP/s",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | compared with | goal | met |",
+        "|---|---:|---|---:|---|",
+    ]
+    for name, row in results["ratios"].items():
+        met = "-" if row["target"] is None else ("yes" if row["ratio"] >= row["target"] else "no")
+        goal = "-" if row["target"] is None else f"{row['target']}x"
+        lines.append(f"| {name} | {row['ratio']:.2f}x | {row['vs']} | {goal} | {met} |")
+    lines += training_tables(results, peak)
+    lines += ablation_table(results)
+    lines += memory_table(results)
+    lines += inference_tables(results)
+    lines += tokenizer_table(results)
+    lines += packing_table(results)
+    lines += profile_tables()
+    failed = [r for section in results.values() if isinstance(section, (list, dict))
+              for r in (section if isinstance(section, list) else [section])
+              if isinstance(r, dict) and "error" in r]
+    if failed:
+        lines += ["", "## Failed measurements", ""]
+        lines += [f"- `{shown(r.get('command', []))}`: {r['error']}" for r in failed]
+    return "\n".join(lines) + "\n"
+
+
+def training_tables(results, peak):
+    rows = train_rows(results)
+    if not rows:
+        return []
+    lines = ["", "## Training step", "",
+             "Synthetic full-length batches, seq 128, dropout 0.1, BERT's AdamW, tanh GELU, "
+             "vocabulary 30522; pretraining = masked LM (20 positions) + NSP. Each framework "
+             "as its users run it: ours and KerasHub through `fit` (Keras leaves XLA off on "
+             "a CPU-only machine), Model Garden through a `tf.function` step (XLA off on CPU, "
+             "its default). Median of the timed steps, after 2 warm-up steps.",
+             "",
+             "| task | preset | batch | framework | s/step | seq/s | tokens/s | GFLOP/s | "
+             "of peak | peak RSS MB |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        share = f"{r['flops_per_s'] / peak:.0%}" if peak else "-"
+        lines.append(
+            f"| {r['task']} | {r['preset']} | {r['batch']} | {FRAMEWORKS[r['framework']]} | "
+            f"{r['median_s']:.3f} | {r['sequences_per_s']:.2f} | {r['tokens_per_s']:,.0f} | "
+            f"{r['flops_per_s'] / 1e9:.1f} | {share} | {r['peak_rss_mb']:,.0f} |")
+    lines += ["", "FLOPs per step, counted analytically (`bench/common.py: training_flops`): "
+              "`6 * L * (4H^2 + 2HI) * B*T` (Q, K, V, output, feed-forward) "
+              "`+ 12 * L * T * H * B*T` (QK^T and probs*V) `+ 6 * (H^2 + 2H) * B` (pooler, "
+              "2-way head) `+ 6 * (H^2 + H*V) * B*P` (masked-LM transform and tied decoder, "
+              "pretraining only), i.e. 2 FLOPs per multiply-add, x3 for forward + backward; "
+              "gathers, LayerNorm, softmax, GELU and the optimizer are not counted."]
+    return lines
+
+
+def ablation_table(results):
+    report = results.get("ablations", {})
+    if "variants" not in report:
+        return []
+    lines = ["", f"## What moves our step ({report['task']}, {report['preset']}, batch "
+             f"{report['batch']})", "",
+             "Variants prototyped in `bench/ablations.py` (library code untouched):", "",
+             "| variant | s/step | seq/s | vs default |", "|---|---:|---:|---:|"]
+    for name, row in report["variants"].items():
+        lines.append(f"| {name} | {row['median_s']:.3f} | {row['sequences_per_s']:.2f} | "
+                     f"{row['speedup_vs_default']:.2f}x |")
+    return lines
+
+
+def memory_table(results):
+    rows = [r for r in results.get("memory", []) if "error" not in r]
+    if not rows:
+        return []
+    lines = ["", "## Memory: peak RSS of a training process", "",
+             "`remat`: `off`; `keras` = `BertEncoder(remat=True)` (Keras's `RematScope`, "
+             "`tf.recompute_grad` on TensorFlow); `recompute_blocks` = the prototype in "
+             "`bench/train_step.py` (`tf.recompute_grad` around each block, `training` "
+             "closed over instead of passed as a keyword). A variant that failed is listed "
+             "under Failed measurements.", "",
+             "| preset | batch | task | remat | peak RSS MB | RSS before training MB | "
+             "s/step |", "|---|---:|---|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['preset']} | {r['batch']} | {r['task']} | {r['remat']} | "
+                     f"{r['peak_rss_mb']:,.0f} | {r['rss_before_training_mb']:,.0f} | "
+                     f"{r['median_s']:.2f} |")
+    return lines
+
+
+def inference_tables(results):
+    rows = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
+    lines = []
+    if rows:
+        any_row = next(iter(rows.values()))
+        lines += ["", "## Raw-text inference (strings in, probabilities out)", "",
+                  f"\"mini\" classifier, same vocabulary, truncation at 128. Texts: "
+                  f"{any_row['texts']['short']} short (first sentences of stdlib docstrings, "
+                  f"{any_row['mean_wordpieces']['short']:.0f} wordpieces on average) and "
+                  f"{any_row['texts']['long']} long ({any_row['mean_wordpieces']['long']:.0f} "
+                  "on average, cut to 128). Throughput in batches of 32: our signature is "
+                  "called batch by batch (each padded to its longest text); KerasHub's "
+                  "`predict(texts, batch_size=32)` runs once per pass over all texts (it pads "
+                  "to 128). Latency: one text per call (ours: the signature; KerasHub: "
+                  "`predict_on_batch`), median.", "",
+                  "| pipeline | short texts/s | long texts/s | short ms/text | long ms/text |",
+                  "|---|---:|---:|---:|---:|"]
+        names = {"ours": ("keras_bert_core SavedModel `serving_default`", "savedmodel"),
+                 "keras_hub": ("KerasHub BertTextClassifier + preprocessor (predict)",
+                               "keras_hub")}
+        for framework, (title, key) in names.items():
+            if framework in rows:
+                r = rows[framework]
+                lines.append(f"| {title} | {r[f'{key}_short_texts_per_s']:.1f} | "
+                             f"{r[f'{key}_long_texts_per_s']:.1f} | "
+                             f"{r[f'{key}_short_latency_ms']:.1f} | "
+                             f"{r[f'{key}_long_latency_ms']:.1f} |")
+    export = results.get("export", {})
+    if "exports" in export:
+        lines += ["", f"Export latency, one text per call, from `bench/export_latency.py` "
+                  f"({export['texts']} texts, {export['preset']}, seq {export['seq_length']}):",
+                  "", "| export | size MB | median ms/text | p90 ms/text |",
+                  "|---|---:|---:|---:|"]
+        for name, figures in export["exports"].items():
+            lines.append(f"| {name} | {figures['bytes'] / 1e6:.1f} | "
+                         f"{figures['median_ms']:.2f} | {figures['p90_ms']:.2f} |")
+    return lines
+
+
+def tokenizer_table(results):
+    tokenizer = results.get("tokenizer", {})
+    if "results" not in tokenizer:
+        return []
+    ids = results.get("tokenizer_ids", {})
+    lines = ["", "## Tokenizer", "",
+             f"{tokenizer['corpus']['lines']:,} lines ({tokenizer['corpus']['path']}), batch "
+             f"{tokenizer['batch_size']}, from `bench/tokenizer_throughput.py`. Identical "
+             "ids vs HF (`bench/tokenizer_ids.py`): reference pipeline "
+             f"{fmt(ids.get('reference_pipeline_identical_fraction'), 4)}, TFLite-compatible "
+             f"pipeline {fmt(ids.get('tflite_compatible_identical_fraction'), 4)} of lines.",
+             "", "| tokenizer | lines/s | MB/s |", "|---|---:|---:|"]
+    for row in tokenizer["results"]:
+        lines.append(f"| {row['tokenizer']} | {row['lines_per_second']:,} | "
+                     f"{row['megabytes_per_second']:.2f} |")
+    return lines
+
+
+def packing_table(results):
+    p = results.get("packing", {})
+    if not p or "error" in p:
+        return []
+    return ["", "## Sequence packing (masked LM, docstring sentences)", "",
+            f"{p['documents']:,} documents, {p['mean_document_tokens']:.1f} tokens on average "
+            f"(special tokens included); {p['preset']}, batch {p['batch']}, seq {p['seq']}.", "",
+            "| rows | s/step | real tokens/s | real-token share of rows |",
+            "|---|---:|---:|---:|",
+            f"| padded, one document per row | {p['padded_step_s']:.3f} | "
+            f"{p['padded_real_tokens_per_s']:,.0f} | {p['padded_token_utilization']:.1%} |",
+            f"| packed (`text.packing`) | {p['packed_step_s']:.3f} | "
+            f"{p['packed_real_tokens_per_s']:,.0f} | {p['packed_token_utilization']:.1%} |",
+            "", f"Same loss: the first packed batch ({p['documents_in_first_packed_batch']} "
+            f"documents) has masked-LM loss {p['mlm_loss_packed']:.6f}; the same documents, "
+            f"masks and weights, one document per row: {p['mlm_loss_separate_rows']:.6f} "
+            f"(relative difference {p['mlm_loss_relative_difference']:.1e})."]
+
+
+def profile_tables(top=10):
+    """The op-time breakdowns that bench/profile_step.py left in bench/results/, if any."""
+    names = sorted(n for n in os.listdir(common.RESULTS_DIR) if n.startswith("profile_"))
+    if not names:
+        return []
+    profiles = [read_json(name) for name in names]
+    lines = ["", "## Where the step time goes (profiles, run separately)", "",
+             "Summed host time of TensorFlow ops by type, from `tf.profiler` "
+             "(`bench/profile_step.py`, commands below); ops overlap on 2 cores, so these "
+             "are shares of op time, not of wall time. Not from the run above.", ""]
+    for p in profiles:
+        lines.append(f"- `python bench/profile_step.py --framework {p['framework']} --task "
+                     f"{p['task']} --preset {p['preset']} --batch {p['batch']}"
+                     f"{' --jit' if p['jit_compile'] else ''}`: "
+                     f"{p['op_seconds_per_step']:.2f} s of op time per step")
+    types = sorted({t for p in profiles for t in list(p["by_op_type"])[:top]},
+                   key=lambda t: -max(p["by_op_type"].get(t, 0) for p in profiles))
+    lines += ["", "| op type | " + " | ".join(
+        f"{FRAMEWORKS[p['framework']]} {p['task']} {p['preset']}" for p in profiles) + " |",
+        "|---|" + "---:|" * len(profiles)]
+    for op_type in types:
+        lines.append(f"| {op_type} | " + " | ".join(
+            f"{p['by_op_type'].get(op_type, 0):.1%}" for p in profiles) + " |")
+    return lines
+
+
+def chart(results, path):
+    """results.png: training, inference, tokenizer and packing, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
+    colors = {"ours": "tab:blue", "model_garden": "tab:orange", "keras_hub": "tab:green"}
+    rows = train_rows(results)
+    groups = [(t, p) for p in TRAIN_SHAPES for t in ("finetune", "pretrain")
+              if any((r["task"], r["preset"]) == (t, p) for r in rows)]
+    for i, framework in enumerate(FRAMEWORKS):
+        values = [next((r["sequences_per_s"] for r in rows if r["framework"] == framework
+                        and (r["task"], r["preset"]) == g), 0) for g in groups]
+        axes[0].bar([x + 0.27 * (i - 1) for x in range(len(groups))], values, 0.27,
+                    label=FRAMEWORKS[framework], color=colors[framework])
+    axes[0].set_xticks(range(len(groups)), [f"{t}\n{p}" for t, p in groups])
+    axes[0].set_ylabel("training sequences/s")
+    axes[0].set_yscale("log")
+    axes[0].set_title("Training step (seq 128)")
+    axes[0].legend(fontsize=8)
+
+    inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
+    if {"ours", "keras_hub"} <= set(inference):
+        for i, (framework, key) in enumerate((("ours", "savedmodel"),
+                                              ("keras_hub", "keras_hub"))):
+            values = [inference[framework][f"{key}_{kind}_texts_per_s"]
+                      for kind in ("short", "long")]
+            axes[1].bar([x + 0.4 * (i - 0.5) for x in range(2)], values, 0.4,
+                        label=FRAMEWORKS[framework], color=colors[framework])
+        axes[1].set_xticks(range(2), ["short texts", "long texts"])
+        axes[1].set_ylabel("texts/s (batches of 32)")
+        axes[1].set_title("Raw text -> probabilities (mini)")
+        axes[1].legend(fontsize=8)
+
+    tokenizer = results.get("tokenizer", {})
+    if "results" in tokenizer:
+        names = [row["tokenizer"].replace("keras_bert_core BertTokenizer ", "ours ")
+                 .replace(" encode_batch", "") for row in tokenizer["results"]]
+        axes[2].barh(names, [row["lines_per_second"] for row in tokenizer["results"]],
+                     color=["tab:blue" if n.startswith("ours") else "tab:red" for n in names])
+        axes[2].set_xlabel("lines/s")
+        axes[2].set_title("Tokenizer")
+        axes[2].tick_params(axis="y", labelsize=7)
+
+    packing = results.get("packing", {})
+    if packing and "error" not in packing:
+        axes[3].bar(["padded", "packed"], [packing["padded_real_tokens_per_s"],
+                                           packing["packed_real_tokens_per_s"]],
+                    color=["tab:gray", "tab:blue"])
+        axes[3].set_ylabel("non-padding tokens/s")
+        axes[3].set_title("Packing (pretraining, mini)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def write_report(results):
+    run_info = results["run"]
+    started = datetime.datetime.fromisoformat(run_info["started"])
+    loads = (run_info["load_average"]["start"], run_info["load_average"]["end"])
+    with open(os.path.join(BENCH, "RESULTS.md"), "w") as f:
+        f.write(markdown(results, run_info["command"], started, loads))
+    chart(results, os.path.join(BENCH, "results.png"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few steps, mini only")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite RESULTS.md and results.png from results/summary.json")
+    args = parser.parse_args()
+
+    summary = os.path.join(common.RESULTS_DIR, "summary.json")
+    if args.report_only:
+        with open(summary) as f:
+            write_report(json.load(f))
+        return
+    command = "python bench/run_all.py " + " ".join(sys.argv[1:])
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    os.makedirs(common.RESULTS_DIR, exist_ok=True)
+    start = time.perf_counter()
+    results = run_sections(args.sections, args.quick)
+    results["wall_s"] = time.perf_counter() - start
+    results["ratios"] = ratios(results)
+    results["run"] = {"command": command.strip(), "started": started.isoformat(),
+                      "load_average": {"start": load_start,
+                                       "end": [round(x, 2) for x in os.getloadavg()]},
+                      "machine": common.machine_info()}
+    with open(summary, "w") as f:
+        f.write(json.dumps(results, indent=2) + "\n")
+    write_report(results)
+    print(f"\nwrote bench/RESULTS.md, bench/results.png, bench/results/summary.json "
+          f"({results['wall_s'] / 60:.1f} min)")
+    for name, row in results["ratios"].items():
+        print(f"  {name}: {row['ratio']:.2f}x vs {row['vs']}")
+
+
+if __name__ == "__main__":
+    main()
