@@ -48,6 +48,9 @@ def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1)
     group.add_argument("--tpu-address", help="for --strategy tpu: 'local', a name or grpc://")
     group.add_argument("--mixed-precision", choices=("float16", "bfloat16"),
                        help="compute in this dtype, keep float32 weights")
+    group.add_argument("--xla", action="store_true",
+                       help="compile the train step with XLA (per replica under mirrored and "
+                            "multi_worker)")
     group.add_argument("--seed", type=int, default=0, help="random seed")
 
 
@@ -199,8 +202,9 @@ def training_scope(args):
 
 def compile_for_training(model, args, num_train_steps):
     """Compiles a task model with its default loss and BERT's AdamW on a warmup + linear
-    decay schedule over `num_train_steps`."""
+    decay schedule over `num_train_steps`, with XLA if `--xla`."""
     from keras_bert_core.training import create_optimizer
 
     warmup = int(args.warmup_fraction * num_train_steps)
-    model.compile(optimizer=create_optimizer(args.learning_rate, num_train_steps, warmup))
+    model.compile(optimizer=create_optimizer(args.learning_rate, num_train_steps, warmup),
+                  jit_compile=True if args.xla else "auto")

@@ -42,6 +42,8 @@ class BertSpanLabeler(TaskModel):
     (1, 8)
     """
 
+    trains_pooler = False
+
     def __init__(self, encoder, **kwargs):
         config = self._check_encoder(encoder).config
         inputs = encoder_inputs()

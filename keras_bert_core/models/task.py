@@ -1,6 +1,7 @@
 """`TaskModel`: what every task model shares: the encoder, default training settings, config."""
 
 import keras
+import tensorflow as tf
 
 from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.optimizers import BertAdamW
@@ -25,6 +26,14 @@ class TaskModel(keras.Model):
     The model takes the encoder's dtype policy (under `"mixed_float16"` `compile` wraps the
     optimizer in a `LossScaleOptimizer`).
 
+    XLA under `tf.distribute`: Keras compiles its whole train step, `strategy.run` over every
+    replica included, as one XLA cluster, which XLA cannot place across devices
+    (keras-team/keras#19005). With `compile(jit_compile=True)` under a strategy of two or
+    more replicas (mirrored, multi-worker; not TPU, which compiles by itself), a task model
+    instead compiles each replica's forward and backward pass on its own device and applies
+    the gradients, all-reduce included, outside XLA: `model.jit_compile` is then `False`
+    (Keras's whole-step XLA is off) and `model.jit_compile_per_replica` is `True`.
+
     Subclasses build their functional graph, call `super().__init__(encoder, inputs,
     outputs)`, set their attributes, call `self.compile()`, and define `default_compile_args`.
 
@@ -46,11 +55,26 @@ class TaskModel(keras.Model):
     """
 
     default_learning_rate = 5e-5
+    # Span and token models read only the sequence output: their loss has no gradient for
+    # the pooler, so they leave it out of the weights they train.
+    trains_pooler = True
 
     def __init__(self, encoder, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = encoder.dtype_policy  # functional models drop a `dtype` argument
         self.encoder = encoder
+
+    @property
+    def trainable_weights(self):
+        weights = super().trainable_weights
+        if self.trains_pooler:
+            return weights
+        pooler = {id(weight) for weight in self.encoder.pooler.weights}
+        return [weight for weight in weights if id(weight) not in pooler]
+
+    @property
+    def trainable_variables(self):
+        return self.trainable_weights
 
     @staticmethod
     def _check_encoder(encoder):
@@ -81,6 +105,36 @@ class TaskModel(keras.Model):
             metrics = defaults["metrics"]
             kwargs.setdefault("weighted_metrics", defaults.get("weighted_metrics"))
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        strategy = self.distribute_strategy
+        self.jit_compile_per_replica = bool(
+            self.jit_compile and strategy.num_replicas_in_sync > 1
+            and not isinstance(strategy, tf.distribute.TPUStrategy))
+        if self.jit_compile_per_replica:
+            self.jit_compile = False
+            self._replica_gradients = tf.function(
+                self._loss_and_gradients, jit_compile=True, reduce_retracing=True)
+
+    def train_step(self, data):
+        if not self.jit_compile_per_replica:
+            return super().train_step(data)
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        y_pred, gradients = self._replica_gradients(x, y, sample_weight)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_weights, strict=True))
+        return self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _loss_and_gradients(self, x, y, sample_weight):
+        """Keras's train step up to the gradients (the part that needs no cross-replica
+        communication): forward pass, loss (tracked as Keras tracks it), scaled gradients."""
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
+            # Keras scales each replica's loss by 1 / replicas for the all-reduce sum and
+            # tracks the unscaled mean.
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            self._loss_tracker.update_state(
+                loss * replicas, sample_weight=tf.shape(tf.nest.flatten(x)[0])[0])
+            loss = self.optimizer.scale_loss(loss)
+        return y_pred, tape.gradient(loss, self.trainable_weights)
 
     def get_compile_config(self):
         return self._compile_args.serialize() if self.compiled else {}

@@ -44,6 +44,8 @@ class BertTokenClassifier(TaskModel):
     (1, 6, 5)
     """
 
+    trains_pooler = False
+
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
         config = self._check_encoder(encoder).config
         inputs = encoder_inputs()

@@ -7,14 +7,13 @@ examples (`per_replica_batch_size`). Batch the dataset by the global batch size,
 `drop_remainder=True` so every step has the same static shapes.
 
 XLA: Keras's `jit_compile="auto"` turns XLA off under any `tf.distribute` strategy (and on
-CPU-only machines); an explicit `model.compile(..., jit_compile=True)` is kept. Under
-`"one_device"` the whole train step then compiles (`"tpu"` always compiles). With two or more
-replicas on one machine Keras compiles `strategy.run` over all of them as one XLA cluster,
-which XLA cannot place across devices ("Trying to access resource ... located in device
-.../device:1 from device .../device:0", keras-team/keras#19005): leave `jit_compile` at
-"auto" under `"mirrored"` (`scripts/gpu_checks.py` rechecks this on GPUs). Keras also drops
-XLA, with a warning, while op determinism is enabled (`TF_DETERMINISTIC_OPS=1`,
-`tf.config.experimental.enable_op_determinism()`).
+CPU-only machines); ask for it with `model.compile(..., jit_compile=True)`. Under
+`"one_device"` Keras then compiles the whole train step (`"tpu"` always compiles). With two or
+more replicas Keras would compile `strategy.run` over all of them as one XLA cluster, which XLA
+cannot place across devices (keras-team/keras#19005); the task models (`TaskModel`) compile
+each replica's forward and backward pass instead and leave the all-reduce and the optimizer
+outside XLA (`model.jit_compile_per_replica`). Keras also drops XLA, with a warning, while op
+determinism is enabled (`TF_DETERMINISTIC_OPS=1`, `tf.config.experimental.enable_op_determinism()`).
 
 Example:
 >>> import keras_bert_core as kbc

@@ -90,7 +90,7 @@ def test_pretrain_resumes_from_its_last_backup(kbc, corpus, tiny_config, tmp_pat
     assert [(r["epoch"], r["step"]) for r in records] == [(1, 2), (2, 4), (3, 6)]
 
 
-def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision(
+def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision_with_xla(
         kbc, corpus, pretrain_run, tmp_path):
     from keras_bert_core.text import BertTokenizer
     from keras_bert_core.text.pretraining_data import write_pretraining_tfrecords
@@ -99,9 +99,10 @@ def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision(
                                          str(tmp_path / "data" / "corpus"), seq_length=32)
     result = kbc("pretrain", *shards, "--checkpoint", pretrain_run, "--batch-size", 4,
                  "--seq-length", 32, "--epochs", 1, "--steps-per-epoch", 2,
-                 "--mixed-precision", "bfloat16", "--run-dir", tmp_path / "run")
+                 "--mixed-precision", "bfloat16", "--xla", "--run-dir", tmp_path / "run")
     assert result.code == 0, result.err
     config = RunDirectory.open(tmp_path / "run").config()
+    assert config["arguments"]["xla"] is True
     assert config["model_config"] == RunDirectory.open(pretrain_run).config()["model_config"]
     model = keras.saving.load_model(tmp_path / "run" / "model.keras", compile=False)
     assert model.encoder.blocks[0].dtype_policy.name == "mixed_bfloat16"

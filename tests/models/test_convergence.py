@@ -1,6 +1,7 @@
 """The models learn: pretraining on real text brings the held-out masked-LM loss from chance
-down to what the corpus word frequencies give, and each task head solves a small synthetic
-task it should solve.
+down to what the corpus word frequencies give; on text whose words follow from their context
+(counting in words) it goes far below both; and each task head solves a small synthetic task
+it should solve.
 
 Synthetic tasks feed int32 ids straight to tiny encoders (no tokenizer) and are scored on
 held-out examples, so passing means generalizing, not memorizing.
@@ -21,9 +22,6 @@ from keras_bert_core.text.stdlib_corpus import (
 )
 from keras_bert_core.text.vocab_file import SPECIAL_TOKENS
 from tests.helpers import cross_entropy
-
-# The span and token models leave the pooler out of their loss, as they should.
-pytestmark = pytest.mark.filterwarnings("ignore:Gradients do not exist for variables")
 
 VOCAB_SIZE, SEQ = 60, 24
 FIRST_WORD = len(SPECIAL_TOKENS)  # ids below are [PAD] [UNK] [CLS] [SEP] [MASK]
@@ -166,3 +164,72 @@ def test_pretraining_on_docstrings_learns_the_word_statistics(docstring_corpus):
     assert mlm_losses[-1] < mlm_losses[0] - 0.25, mlm_losses
     assert model_loss < np.log(len(vocab)) - 1.5, (model_loss, len(vocab))
     assert model_loss < unigram_loss + 0.25, (model_loss, unigram_loss)
+
+
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                "fourteen fifteen sixteen seventeen eighteen nineteen").split()
+TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_in_words(n):
+    """0 <= n < 100 in English words: `42` -> `forty two`."""
+    if n < 20:
+        return NUMBER_WORDS[n]
+    return TENS[n // 10 - 2] + ("" if n % 10 == 0 else " " + NUMBER_WORDS[n % 10])
+
+
+def write_counting_corpus(path, documents, rng):
+    """Documents of sentences that count up in words from a random start: every masked word
+    follows from its neighbours, while its frequency alone says little."""
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(documents):
+            for _ in range(4):
+                start = int(rng.integers(0, 88))
+                length = int(rng.integers(4, 12))
+                f.write(" ".join(number_in_words(n) for n in range(start, start + length)
+                                 if n < 100) + "\n")
+            f.write("\n")
+
+
+def held_out_mlm_loss(model, batches, vocab_size):
+    """Cross-entropy of `model` on the real masked slots of `batches`, per slot."""
+    targets = np.concatenate([y["mlm"].ravel() for _, y, _ in batches])
+    real = np.concatenate([w["mlm"].ravel() for _, _, w in batches]) > 0
+    logits = np.concatenate([model.predict_on_batch(x)["mlm"].reshape(-1, vocab_size)
+                             for x, _, _ in batches])
+    return cross_entropy(logits[real], targets[real]).mean(), targets[real]
+
+
+@pytest.mark.slow
+def test_pretraining_learns_to_fill_in_counting_sequences_from_context(tmp_path):
+    rng = np.random.default_rng(3)
+    train, held_out = tmp_path / "train.txt", tmp_path / "held_out.txt"
+    write_counting_corpus(train, 400, rng)
+    write_counting_corpus(held_out, 40, rng)
+    vocab = list(SPECIAL_TOKENS) + NUMBER_WORDS + TENS
+    tokenizer = BertTokenizer(vocab)
+
+    def dataset(path, seed):
+        return pretraining_dataset(str(path), tokenizer, seq_length=48,
+                                   max_predictions_per_seq=8, batch_size=32, seed=seed)
+
+    config = kbc.BertConfig(vocab_size=len(vocab), hidden_size=64, num_layers=2, num_heads=2,
+                            intermediate_size=128, max_position_embeddings=48, dropout=0.0,
+                            attention_dropout=0.0)
+    model = kbc.BertPretrainer(kbc.BertEncoder(config))
+    model.compile(optimizer=kbc.BertAdamW(3e-3))
+    held_out_batches = list(dataset(held_out, seed=2).as_numpy_iterator())
+    start_loss, targets = held_out_mlm_loss(model, held_out_batches, len(vocab))
+    history = model.fit(dataset(train, seed=1).repeat(), steps_per_epoch=50, epochs=12,
+                        verbose=0).history
+    end_loss, _ = held_out_mlm_loss(model, held_out_batches, len(vocab))
+    # Context-free guessing: the held-out words' own frequencies (an upper bound on what
+    # word statistics alone can do).
+    frequencies = np.bincount(targets, minlength=len(vocab)) / len(targets)
+    unigram_loss = -np.log(frequencies[targets]).mean()
+
+    # Measured: held-out 3.52 -> 0.69 (unigram 2.99); training accuracy 0.11 -> 0.81.
+    assert start_loss > np.log(len(vocab)) - 0.5, start_loss
+    assert end_loss < 0.3 * start_loss, (start_loss, end_loss)
+    assert end_loss < unigram_loss - 1.0, (end_loss, unigram_loss)
+    assert history["mlm_accuracy"][-1] > 0.7, history["mlm_accuracy"]

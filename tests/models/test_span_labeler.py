@@ -4,8 +4,6 @@ import pytest
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from tests.helpers import cross_entropy, encoder_batch, tiny_encoder
 
-pytestmark = pytest.mark.filterwarnings("ignore:Gradients do not exist for variables")
-
 
 def make_span_labeler():
     return BertSpanLabeler(tiny_encoder(num_layers=1, dropout=0.0, attention_dropout=0.0))

@@ -18,8 +18,9 @@ from tests.helpers import (
     tiny_encoder,
 )
 
-# The span and token models leave the pooler out of their loss, as they should.
-pytestmark = pytest.mark.filterwarnings("ignore:Gradients do not exist for variables")
+# Every weight a task model trains gets a gradient (span and token models leave the unused
+# pooler out of their trainable weights).
+pytestmark = pytest.mark.filterwarnings("error:Gradients do not exist")
 
 BATCH, SEQ, CHOICES = 4, 16, 2
 
@@ -97,6 +98,19 @@ def test_trains_under_mixed_precision(case, policy):
         # Eager steps: the dtypes are those of a compiled step, without minutes of tracing.
         model.compile(run_eagerly=True)
         check_trains(model, x, y, weights, steps=2, decreasing=False)
+
+
+@pytest.mark.parametrize("case", [span_labeler_case, token_classifier_case],
+                         ids=["span_labeler", "token_classifier"])
+def test_sequence_output_models_leave_the_pooler_untrained(case):
+    model, x, y, weights = make_case(case, num_layers=1)
+    pooler = [keras.ops.convert_to_numpy(w) for w in model.encoder.pooler.weights]
+    assert not {id(w) for w in model.encoder.pooler.weights} & {
+        id(w) for w in model.trainable_weights}
+    model.compile(run_eagerly=True)
+    check_trains(model, x, y, weights, steps=2, decreasing=False)
+    for before, after in zip(pooler, model.encoder.pooler.weights, strict=True):
+        np.testing.assert_array_equal(before, after)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -1,11 +1,8 @@
 import numpy as np
-import pytest
 
 from keras_bert_core.models.metrics import IGNORE_LABEL, MaskedSparseCategoricalAccuracy
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from tests.helpers import cross_entropy, encoder_batch, tiny_encoder
-
-pytestmark = pytest.mark.filterwarnings("ignore:Gradients do not exist for variables")
 
 
 def make_token_classifier():
