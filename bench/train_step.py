@@ -56,25 +56,6 @@ def keras_fit_run(model, x, y, sample_weight):
     return run
 
 
-def recompute_blocks(encoder):
-    """Prototype: recompute each transformer block in the backward pass with
-    `tf.recompute_grad` on a closure of positional arguments only.
-
-    `BertEncoder(remat=True)` wraps `block.call(x, bias, training=...)` in Keras's remat,
-    which on TensorFlow is `tf.recompute_grad`, and `tf.custom_gradient` refuses keyword
-    arguments outside eager execution, so the step fails inside `fit`. Closing over
-    `training` avoids the keyword.
-    """
-    import tensorflow as tf
-
-    for block in encoder.blocks:
-        def call(x, bias, training=None, block_call=block.call):
-            return tf.recompute_grad(
-                lambda x, bias: block_call(x, bias, training=training))(x, bias)
-
-        block.call = call
-
-
 def build_ours(args, arrays, **compile_overrides):
     import keras
 
@@ -84,10 +65,7 @@ def build_ours(args, arrays, **compile_overrides):
     config = kbc.BertConfig.preset(args.preset, vocab_size=common.VOCAB_SIZE,
                                    hidden_act="gelu_approximate", dropout=common.DROPOUT,
                                    attention_dropout=common.DROPOUT)
-    encoder = kbc.BertEncoder(config, one_hot_embeddings=args.one_hot,
-                              remat=args.remat == "keras")
-    if args.remat == "recompute_blocks":
-        recompute_blocks(encoder)
+    encoder = kbc.BertEncoder(config, one_hot_embeddings=args.one_hot, remat=args.remat == "on")
     x = {name: arrays[name] for name in ("token_ids", "segment_ids", "padding_mask")}
     if args.task == "finetune":
         model = BertClassifier(encoder, num_classes=common.NUM_CLASSES)
@@ -243,8 +221,8 @@ def argument_parser(description=__doc__, framework="required"):
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps (tracing)")
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--jit", action="store_true", help="compile the step with XLA")
-    parser.add_argument("--remat", choices=("off", "keras", "recompute_blocks"), default="off",
-                        help="ours: BertEncoder(remat=True), or the recompute_blocks prototype")
+    parser.add_argument("--remat", choices=("off", "on"), default="off",
+                        help="ours: BertEncoder(remat=True), each block recomputed in backward")
     parser.add_argument("--one-hot", action="store_true",
                         help="ours: BertEncoder(one_hot_embeddings=True)")
     parser.add_argument("--out", help="also write the JSON here")

@@ -38,15 +38,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel initializer.
 
     Call arguments:
-        x: `[batch, seq, num_heads * head_size]`.
-        bias: additive float bias `[batch, 1, seq, seq]` from `attention_bias`.
+        x: the queries' states `[batch, queries, num_heads * head_size]`.
+        bias: additive float bias `[batch, 1, queries, keys]` from `attention_bias`.
+        context: the states attended to `[batch, keys, width]`; `None` means `x`
+            (self-attention over all positions). Passing only some positions' states as
+            `x` computes the outputs of those positions alone.
 
     Example:
     >>> import numpy as np
     >>> layer = MultiHeadSelfAttention(num_heads=2, head_size=8)
     >>> x = np.random.rand(1, 5, 16).astype("float32")
     >>> mask = np.array([[1, 1, 1, 0, 0]], "int32")
-    >>> layer(x, attention_bias(mask)).shape
+    >>> tuple(layer(x, attention_bias(mask)).shape)
     (1, 5, 16)
     """
 
@@ -80,18 +83,19 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, x, bias, training=None):
+    def call(self, x, bias, context=None, training=None):
+        context = x if context is None else context
         query = self._split_heads(self.query(x))
-        key = self._split_heads(self.key(x))
-        value = self._split_heads(self.value(x))
+        key = self._split_heads(self.key(context))
+        value = self._split_heads(self.value(context))
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") * (self.head_size**-0.5) + ops.cast(bias, "float32")
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.dropout_layer(probs, training=training)
-        context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        context = ops.reshape(context, (batch, seq, self.num_heads * self.head_size))
-        return self.output_dense(context)
+        attended = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
+        batch, queries = ops.shape(x)[0], ops.shape(x)[1]
+        attended = ops.reshape(attended, (batch, queries, self.num_heads * self.head_size))
+        return self.output_dense(attended)
 
     def compute_output_shape(self, input_shape, *args, **kwargs):
         return input_shape

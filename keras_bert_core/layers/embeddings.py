@@ -41,7 +41,7 @@ class BertEmbeddings(keras.layers.Layer):
     >>> layer = BertEmbeddings(vocab_size=100, hidden_size=16, max_position_embeddings=32,
     ...                        type_vocab_size=2)
     >>> ids = np.array([[2, 5, 7, 3]], "int32")
-    >>> layer(ids, np.zeros_like(ids)).shape
+    >>> tuple(layer(ids, np.zeros_like(ids)).shape)
     (1, 4, 16)
     """
 

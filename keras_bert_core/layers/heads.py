@@ -34,7 +34,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         sequence_output: `[batch, seq, hidden]`.
-        masked_positions: int32 `[batch, predictions]`, indices into `seq`.
+        masked_positions: int32 `[batch, predictions]`, indices into `seq`; `None` when
+            `sequence_output` holds just the masked positions' states (the pretrainer
+            computes the last layer only there).
 
     Returns float32 logits `[batch, predictions, vocab]`. The weights are those of `transform`
     (a dense layer, `kernel` `[hidden, embedding_size]`, `bias`), `layer_norm` (`gamma`,
@@ -83,9 +85,11 @@ class MaskedLMHead(keras.layers.Layer):
             shape=(vocab_size,), initializer="zeros", name="output_bias")
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
-        states = ops.take_along_axis(
-            sequence_output, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
+    def call(self, sequence_output, masked_positions=None):
+        states = sequence_output
+        if masked_positions is not None:
+            states = ops.take_along_axis(
+                states, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
         states = ACTIVATIONS[self.activation](self.transform(states))
         states = ops.cast(self.layer_norm(states), self.compute_dtype)
         table = ops.cast(self.embeddings.word_embeddings, self.compute_dtype)

@@ -33,14 +33,21 @@ class TransformerEncoderBlock(keras.layers.Layer):
     Call arguments:
         x: `[batch, seq, width]`.
         bias: additive attention bias from `attention_bias(padding_mask)`.
+        output_positions: optional int32 `[batch, outputs]`: compute only these positions'
+            outputs (`[batch, outputs, width]`), each still attending to the whole row. A
+            last layer feeding only `[CLS]` or the masked positions skips the rest.
 
     Example:
     >>> import numpy as np
     >>> from keras_bert_core.layers import attention_bias
     >>> block = TransformerEncoderBlock(num_heads=2, intermediate_size=32)
     >>> x = np.random.rand(2, 6, 16).astype("float32")
-    >>> block(x, attention_bias(np.ones((2, 6), "int32"))).shape
+    >>> bias = attention_bias(np.ones((2, 6), "int32"))
+    >>> tuple(block(x, bias).shape)
     (2, 6, 16)
+    >>> first = block(x, bias, output_positions=np.zeros((2, 1), "int32"))  # [CLS] alone
+    >>> np.allclose(first[:, 0], block(x, bias)[:, 0], atol=1e-6)
+    True
     """
 
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
@@ -92,24 +99,42 @@ class TransformerEncoderBlock(keras.layers.Layer):
         h = ACTIVATIONS[self.activation](self.intermediate(x))
         return self.dropout_layer(self.output_dense(h), training=training)
 
-    def call(self, x, bias, training=None):
+    def call(self, x, bias, output_positions=None, training=None):
+        if output_positions is not None:
+            # The queries' rows of the bias: [batch, 1, outputs, seq].
+            bias = ops.take_along_axis(bias, output_positions[:, None, :, None], axis=2)
+
+        def forward(x, bias, *positions):
+            return self._forward(x, bias, positions[0] if positions else None, training)
+
+        args = (x, bias) if output_positions is None else (x, bias, output_positions)
         if self.remat:
             # On TensorFlow keras.remat is tf.recompute_grad, which takes positional tensors
             # only inside tf.function: close over `training`.
-            return keras.remat(lambda x, bias: self._forward(x, bias, training))(x, bias)
-        return self._forward(x, bias, training)
+            return keras.remat(forward)(*args)
+        return forward(*args)
 
-    def _forward(self, x, bias, training):
+    def _forward(self, x, bias, positions, training):
+        def outputs_of(states):
+            if positions is None:
+                return states
+            return ops.take_along_axis(states, positions[:, :, None], axis=1)
+
+        queries = outputs_of(x)
         if self.norm_first:
-            attended = self.attention(self._norm(self.attention_norm, x), bias, training=training)
-            x = x + self.dropout_layer(attended, training=training)
+            normed = self._norm(self.attention_norm, x)
+            attended = self.attention(outputs_of(normed), bias, context=normed, training=training)
+            x = queries + self.dropout_layer(attended, training=training)
             return x + self._feed_forward(self._norm(self.output_norm, x), training)
-        attended = self.attention(x, bias, training=training)
-        x = self._norm(self.attention_norm, x + self.dropout_layer(attended, training=training))
+        attended = self.dropout_layer(
+            self.attention(queries, bias, context=x, training=training), training=training)
+        x = self._norm(self.attention_norm, queries + attended)
         return self._norm(self.output_norm, x + self._feed_forward(x, training))
 
-    def compute_output_shape(self, input_shape, *args, **kwargs):
-        return input_shape
+    def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None):
+        if output_positions_shape is None:
+            return x_shape
+        return (*output_positions_shape, x_shape[-1])
 
     def get_config(self):
         return {

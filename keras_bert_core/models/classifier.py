@@ -47,7 +47,8 @@ class BertClassifier(TaskModel):
         head = ClassificationHead(
             num_classes, dropout=dropout, initializer_range=config.initializer_range,
             dtype=encoder.dtype_policy, name="classifier")
-        logits = head(encoder(inputs)["pooled_output"])
+        # Only [CLS] is read: the encoder's last block computes that position alone.
+        logits = head(encoder.encode(inputs, output_positions="cls")["pooled_output"])
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout

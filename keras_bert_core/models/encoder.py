@@ -16,6 +16,23 @@ def encoder_inputs(name_prefix=""):
             for name in INPUT_NAMES}
 
 
+def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=None):
+    """The encoder's computation on its layers (see `BertEncoder.encode`)."""
+    x = embeddings(inputs["token_ids"], inputs["segment_ids"],
+                   document_positions(inputs["padding_mask"]))
+    bias = attention_bias(inputs["padding_mask"])
+    layer_outputs = []
+    for block in blocks[:-1]:
+        x = block(x, bias)
+        layer_outputs.append(x)
+    x = blocks[-1](x, bias, output_positions=output_positions)
+    layer_outputs.append(x)
+    if final_norm is not None:
+        x = keras.ops.cast(final_norm(x), embeddings.compute_dtype)
+    return {"sequence_output": x, "pooled_output": pooler(x[:, 0, :]),
+            "encoder_outputs": layer_outputs}
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_core")
 class BertEncoder(keras.Model):
     """BERT: embeddings, a stack of transformer blocks and the [CLS] pooler.
@@ -69,12 +86,8 @@ class BertEncoder(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
-        x = embeddings(inputs["token_ids"], inputs["segment_ids"],
-                       document_positions(inputs["padding_mask"]))
-        bias = attention_bias(inputs["padding_mask"])
-        blocks, layer_outputs = [], []
-        for index in range(config.num_layers):
-            block = TransformerEncoderBlock(
+        blocks = [
+            TransformerEncoderBlock(
                 num_heads=config.num_heads,
                 intermediate_size=config.intermediate_size,
                 activation=config.hidden_act,
@@ -87,23 +100,20 @@ class BertEncoder(keras.Model):
                 dtype=dtype,
                 name=f"block_{index}",
             )
-            x = block(x, bias)
-            blocks.append(block)
-            layer_outputs.append(x)
-        final_norm = None
-        if config.norm_first:
-            # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.
-            final_norm = keras.layers.LayerNormalization(
-                epsilon=config.layer_norm_eps, dtype="float32", name="final_norm")
-            x = keras.ops.cast(final_norm(x), embeddings.compute_dtype)
+            for index in range(config.num_layers)
+        ]
+        # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.
+        final_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, dtype="float32",
+            name="final_norm") if config.norm_first else None
         pooler = keras.layers.Dense(
             config.hidden_size, activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=config.initializer_range),
             dtype=dtype, name="pooler")
-        outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
-        if output_encoder_outputs:
-            outputs["encoder_outputs"] = layer_outputs
+        outputs = _encode(inputs, embeddings, blocks, final_norm, pooler)
+        if not output_encoder_outputs:
+            del outputs["encoder_outputs"]
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         if dtype is not None:
             # Functional models drop `dtype`; task models read the policy from the encoder
@@ -126,6 +136,32 @@ class BertEncoder(keras.Model):
         if isinstance(inputs, dict):
             inputs = {name: inputs[name] for name in INPUT_NAMES if name in inputs}
         return super().call(inputs, training=training, mask=mask)
+
+    def encode(self, inputs, output_positions=None):
+        """The encoder's outputs, with the last block computed only at `output_positions`.
+
+        Task models call this on their symbolic inputs instead of the encoder itself when they
+        read only some positions of the last layer: a classifier reads `[CLS]`, the
+        pretrainer `[CLS]` and the masked positions. The last block then skips the feed-forward
+        and attention queries of every other position (a quarter of a 4-layer encoder's work,
+        a twelfth of a 12-layer one's), and computes the same values at the positions kept.
+
+        Args:
+            inputs: the encoder's input dict (extra keys are ignored).
+            output_positions: int32 `[batch, outputs]` with 0 (`[CLS]`) first; `"cls"` for
+                `[CLS]` alone; `None` for every position.
+
+        Returns the encoder's output dict, where `sequence_output` is `[batch, outputs,
+        hidden]` and `pooled_output` comes from the first of `output_positions`.
+        """
+        inputs = {name: inputs[name] for name in INPUT_NAMES}
+        if isinstance(output_positions, str) and output_positions == "cls":
+            output_positions = keras.ops.zeros_like(inputs["token_ids"][:, :1])
+        outputs = _encode(inputs, self.embeddings, self.blocks, self.final_norm, self.pooler,
+                          output_positions)
+        if not self.output_encoder_outputs:
+            del outputs["encoder_outputs"]
+        return outputs
 
     @property
     def word_embeddings(self):

@@ -54,7 +54,7 @@ class BertMultipleChoice(TaskModel):
         head = ClassificationHead(
             1, dropout=dropout, initializer_range=config.initializer_range,
             dtype=encoder.dtype_policy, name="choice_scorer")
-        scores = head(encoder(rows)["pooled_output"])
+        scores = head(encoder.encode(rows, output_positions="cls")["pooled_output"])
         logits = ops.transpose(ops.reshape(scores, (num_choices, -1)))
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_choices = num_choices

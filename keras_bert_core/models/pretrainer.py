@@ -4,7 +4,8 @@ import keras
 import numpy as np
 
 from keras_bert_core.layers.heads import ClassificationHead, MaskedLMHead
-from keras_bert_core.models.encoder import INPUT_NAMES, encoder_inputs
+from keras_bert_core.models.encoder import encoder_inputs
+from keras_bert_core.models.metrics import TopLogitAccuracy
 from keras_bert_core.models.task import TaskModel
 
 
@@ -57,7 +58,11 @@ class BertPretrainer(TaskModel):
         config = self._check_encoder(encoder).config
         inputs = {**encoder_inputs(), "masked_positions": keras.Input(
             shape=(None,), dtype="int32", name="masked_positions")}
-        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        # The last block computes only [CLS] (for the next-sentence head) and the masked
+        # positions (for the masked-LM head).
+        masked_positions = inputs["masked_positions"]
+        encoded = encoder.encode(inputs, output_positions=keras.ops.concatenate(
+            [keras.ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1))
         masked_lm = MaskedLMHead(
             encoder.embeddings, activation=config.hidden_act,
             layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
@@ -66,7 +71,7 @@ class BertPretrainer(TaskModel):
             2, initializer_range=config.initializer_range, dtype=encoder.dtype_policy,
             name="next_sentence")
         outputs = {
-            "mlm": masked_lm(encoded["sequence_output"], inputs["masked_positions"]),
+            "mlm": masked_lm(encoded["sequence_output"][:, 1:]),
             "nsp": next_sentence(encoded["pooled_output"]),
         }
         super().__init__(encoder, inputs, outputs, **kwargs)
@@ -83,8 +88,7 @@ class BertPretrainer(TaskModel):
             },
             # Keras prefixes metric names with the output's: `mlm_accuracy`, `nsp_accuracy`.
             "metrics": {"nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
-            "weighted_metrics": {
-                "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
+            "weighted_metrics": {"mlm": [TopLogitAccuracy(name="accuracy")]},
         }
 
     def _head_variables(self):

@@ -48,7 +48,7 @@ class TaskModel(keras.Model):
     >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
     >>> model = kbc.models.BertClassifier(encoder, num_classes=2)
     >>> type(model.optimizer).__name__, model.default_learning_rate
-    ('AdamW', 5e-05)
+    ('BertAdamW', 5e-05)
     >>> model.compile(optimizer="sgd")  # the task's loss and metrics stay
     >>> type(model.optimizer).__name__, type(model.loss).__name__
     ('SGD', 'SparseCategoricalCrossentropy')
