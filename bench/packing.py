@@ -23,7 +23,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
-from inference import default_vocab  # noqa: E402
 
 
 def documents(preprocessor, limit):
@@ -147,7 +146,7 @@ def main():
     from keras_bert_core.text.masking import MaskedLMMasker
     from keras_bert_core.text.packing import packed_dataset
 
-    vocab = args.vocab or default_vocab()
+    vocab = args.vocab or common.default_vocab()
     preprocessor = BertPreprocessor(vocab, seq_length=args.seq, lower_case=True)
     count = args.warmup + args.steps
     docs = documents(preprocessor, limit=40 * args.batch * count)

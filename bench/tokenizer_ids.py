@@ -15,7 +15,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
-from tokenizer_throughput import default_vocab, load_corpus  # noqa: E402
 
 
 def main():
@@ -29,8 +28,8 @@ def main():
 
     from keras_bert_core.text import BertTokenizer
 
-    vocab = str(args.vocab or default_vocab())
-    lines = load_corpus()
+    vocab = str(args.vocab or common.default_vocab())
+    lines = common.load_corpus()
     reference = [e.ids for e in BertWordPieceTokenizer(vocab, lowercase=True).encode_batch(
         lines, add_special_tokens=False)]
     result = {"benchmark": "tokenizer_ids", "lines": len(lines)}

@@ -27,10 +27,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "tokenizer.json"
 
 
-
-
-
-
 def median_seconds(run, repeats):
     run()  # warm-up: tracing, thread pools, caches
     times = []

@@ -288,28 +288,26 @@ class BertTokenizer(keras.layers.Layer):
         )
         rows = codepoints.value_rowids()
         # Normalize each distinct character once: batches hold far fewer distinct characters
-        # than characters.
+        # than characters. Characters stay indices into that table until the end, so only the
+        # characters of words are gathered as strings.
         distinct, index = tf.unique(codepoints.flat_values)
         raw = tf.strings.unicode_encode(tf.expand_dims(distinct, 1), "UTF-8")
         normalized, kind = self._normalize_characters(raw)
-        chars, kinds = tf.gather(normalized, index), tf.gather(kind, index)
-        char_starts = char_starts.flat_values
-        char_ends = char_starts + tf.cast(tf.gather(tf.strings.length(raw), index), tf.int64)
-
-        kept = kinds != _REMOVED_CHAR
-        chars, kinds, rows, char_starts, char_ends = (
-            tf.boolean_mask(x, kept) for x in (chars, kinds, rows, char_starts, char_ends)
-        )
+        kinds = tf.gather(kind, index)
+        kept = tf.where(kinds != _REMOVED_CHAR)[:, 0]
+        kinds, kept_rows = tf.gather(kinds, kept), tf.gather(rows, kept)
         previous_kind = tf.concat([[_WHITESPACE_CHAR], kinds], 0)[:-1]
-        previous_row = tf.concat([[-1], rows], 0)[:-1]
+        previous_row = tf.concat([[-1], kept_rows], 0)[:-1]
         begins_word = (
-            (rows != previous_row) | (previous_kind != _WORD_CHAR) | (kinds == _ISOLATED_CHAR)
+            (kept_rows != previous_row) | (previous_kind != _WORD_CHAR) | (kinds == _ISOLATED_CHAR)
         )
         in_word = kinds != _WHITESPACE_CHAR
-        return tuple(
-            tf.boolean_mask(x, in_word)
-            for x in (chars, rows, char_starts, char_ends, begins_word)
-        )
+        positions = tf.boolean_mask(kept, in_word)
+        char_index = tf.gather(index, positions)
+        char_starts = tf.gather(char_starts.flat_values, positions)
+        char_ends = char_starts + tf.cast(tf.gather(tf.strings.length(raw), char_index), tf.int64)
+        return (tf.gather(normalized, char_index), tf.boolean_mask(kept_rows, in_word),
+                char_starts, char_ends, tf.boolean_mask(begins_word, in_word))
 
     def _reference_pipeline(self, text, with_offsets):
         chars, rows, char_starts, char_ends, begins_word = self._word_characters(text)
