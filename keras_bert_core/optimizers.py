@@ -1,7 +1,6 @@
 """BERT's optimizers: AdamW and LAMB whose weight-decay exclusions survive saving.
 
-Keras-only (no TensorFlow), so task models can default to them; `training.create_optimizer`
-adds BERT's warmup + linear decay schedule.
+`training.create_optimizer` adds BERT's warmup + linear decay schedule.
 """
 
 import keras
@@ -53,6 +52,25 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
     >>> norm.gamma.numpy().tolist()  # excluded: zero gradients leave it unchanged
     [1.0, 1.0, 1.0, 1.0]
     """
+
+    def update_step(self, gradient, variable, learning_rate):
+        # Keras's Adam step is about ten element-wise passes over each variable and its two
+        # moments; TensorFlow's ResourceApplyAdam kernel does the same arithmetic in one
+        # (5% of a BERT-base step at batch 8 on CPU, where the optimizer is memory-bound).
+        if self.amsgrad or keras.backend.backend() != "tensorflow":
+            return super().update_step(gradient, variable, learning_rate)
+        import tensorflow as tf
+
+        dtype = variable.dtype
+        step = tf.cast(self.iterations + 1, dtype)
+        index = self._get_variable_index(variable)
+        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle, m=self._momentums[index].handle,
+            v=self._velocities[index].handle, beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
+            beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")

@@ -148,3 +148,21 @@ def test_mixed_precision_trains_without_nan(policy, name):
     assert all(np.all(np.isfinite(keras.ops.convert_to_numpy(v))) for v in model.weights)
     x, _ = toy_examples(4)
     assert np.all(np.isfinite(model.predict(x, verbose=0)))
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "indexed_slices"])
+def test_bert_adamw_steps_like_keras_adamw(sparse):
+    # BertAdamW runs TensorFlow's fused Adam kernel: the same update as Keras's AdamW.
+    rng = np.random.default_rng(0)
+    initial = rng.normal(size=(6, 3)).astype("float32")
+    variables = [keras.Variable(initial, name="kernel") for _ in range(2)]
+    optimizers = [BertAdamW(1e-2, global_clipnorm=None),
+                  keras.optimizers.AdamW(1e-2, weight_decay=0.01, epsilon=1e-6)]
+    for _ in range(3):
+        gradient = rng.normal(size=initial.shape).astype("float32")
+        for optimizer, variable in zip(optimizers, variables, strict=True):
+            grad = tf.IndexedSlices(tf.constant(gradient[[1, 4]]), tf.constant([1, 4]),
+                                    tf.constant(initial.shape)) if sparse else gradient
+            optimizer.apply([grad], [variable])
+    np.testing.assert_allclose(variables[0].numpy(), variables[1].numpy(), atol=1e-6)
+    assert not np.allclose(variables[0].numpy(), initial)
