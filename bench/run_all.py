@@ -90,7 +90,7 @@ def run_sections(sections, quick):
     if "ablations" in sections:
         results["ablations"] = run(
             "ablations.py", "--task", "pretrain", "--preset", "mini", "--steps", steps["mini"],
-            "--only", "default", "jit", "argmax_accuracy", "full_last_layer", "fused_adamw",
+            "--only", "default", "jit", "argmax_accuracy", "full_last_layer", "keras_adamw",
             "dense_2d",
             out=None)
     if "memory" in sections:

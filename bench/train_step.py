@@ -57,7 +57,6 @@ def keras_fit_run(model, x, y, sample_weight):
 
 
 def build_ours(args, arrays, **compile_overrides):
-    import keras
 
     import keras_bert_core as kbc
     from keras_bert_core.models import BertClassifier, BertPretrainer
@@ -75,10 +74,11 @@ def build_ours(args, arrays, **compile_overrides):
         x["masked_positions"] = arrays["masked_positions"]
         y = {"mlm": arrays["masked_ids"], "nsp": arrays["labels"]}
         weights = {"mlm": arrays["masked_weights"]}
-    optimizer = keras.optimizers.AdamW(
+    # The package's AdamW (the task models' default) with the shared settings.
+    optimizer = kbc.BertAdamW(
         common.LEARNING_RATE, weight_decay=common.ADAMW["weight_decay"],
-        epsilon=common.ADAMW["epsilon"], global_clipnorm=common.ADAMW["global_clipnorm"])
-    optimizer.exclude_from_weight_decay(var_names=common.ADAMW["exclude_from_weight_decay"])
+        epsilon=common.ADAMW["epsilon"], global_clipnorm=common.ADAMW["global_clipnorm"],
+        weight_decay_exclusions=common.ADAMW["exclude_from_weight_decay"])
     # The task model's own loss and metrics; only the optimizer and XLA are set here
     # (`compile_overrides` are for the ablations of bench/ablations.py).
     model.compile(**{"optimizer": optimizer, "jit_compile": args.jit, **compile_overrides})

@@ -129,35 +129,51 @@ def docstring_corpus(tmp_path_factory):
     return train, held_out, vocab, counts[train]
 
 
-@pytest.mark.slow
-def test_pretraining_on_docstrings_learns_the_word_statistics(docstring_corpus):
-    train, held_out, vocab, train_counts = docstring_corpus
+def pretrain_tiny(train, held_out, vocab, seq_length, predictions, intermediate_size,
+                  learning_rate, epochs, steps_per_epoch):
+    """Pretrains a 2-block, 64-wide BERT on the `train` text file. Returns the held-out
+    masked-LM loss before and after, the held-out targets and the training history."""
     tokenizer = BertTokenizer(vocab)
 
     def dataset(path, seed):
-        return pretraining_dataset(str(path), tokenizer, seq_length=64,
-                                   max_predictions_per_seq=10, batch_size=32, seed=seed)
+        return pretraining_dataset(str(path), tokenizer, seq_length=seq_length,
+                                   max_predictions_per_seq=predictions, batch_size=32, seed=seed)
 
     config = kbc.BertConfig(vocab_size=len(vocab), hidden_size=64, num_layers=2, num_heads=2,
-                            intermediate_size=256, max_position_embeddings=64, dropout=0.0,
+                            intermediate_size=intermediate_size,
+                            max_position_embeddings=seq_length, dropout=0.0,
                             attention_dropout=0.0)
     model = kbc.BertPretrainer(kbc.BertEncoder(config))
-    model.compile(optimizer=kbc.BertAdamW(5e-3))
+    model.compile(optimizer=kbc.BertAdamW(learning_rate))
     held_out_batches = list(dataset(held_out, seed=2).as_numpy_iterator())
-    history = model.fit(dataset(train, seed=1).repeat(), steps_per_epoch=40, epochs=8,
-                        verbose=0).history
+    start_loss, targets = held_out_mlm_loss(model, held_out_batches, len(vocab))
+    history = model.fit(dataset(train, seed=1).repeat(), steps_per_epoch=steps_per_epoch,
+                        epochs=epochs, verbose=0).history
+    end_loss, _ = held_out_mlm_loss(model, held_out_batches, len(vocab))
+    return start_loss, end_loss, targets, history
 
-    # Cross-entropy on the held-out masked words, per prediction slot.
-    targets = np.concatenate([y["mlm"].ravel() for _, y, _ in held_out_batches])
-    real = np.concatenate([w["mlm"].ravel() for _, _, w in held_out_batches]) > 0
-    logits = np.concatenate([model.predict_on_batch(x)["mlm"].reshape(-1, len(vocab))
-                             for x, _, _ in held_out_batches])
-    model_loss = cross_entropy(logits[real], targets[real]).mean()
+
+def held_out_mlm_loss(model, batches, vocab_size):
+    """Cross-entropy of `model` on the real masked slots of `batches`, per slot, and the
+    targets of those slots."""
+    targets = np.concatenate([y["mlm"].ravel() for _, y, _ in batches])
+    real = np.concatenate([w["mlm"].ravel() for _, _, w in batches]) > 0
+    logits = np.concatenate([model.predict_on_batch(x)["mlm"].reshape(-1, vocab_size)
+                             for x, _, _ in batches])
+    return cross_entropy(logits[real], targets[real]).mean(), targets[real]
+
+
+@pytest.mark.slow
+def test_pretraining_on_docstrings_learns_the_word_statistics(docstring_corpus):
+    train, held_out, vocab, train_counts = docstring_corpus
+    _, model_loss, targets, history = pretrain_tiny(
+        train, held_out, vocab, seq_length=64, predictions=10, intermediate_size=256,
+        learning_rate=5e-3, epochs=8, steps_per_epoch=40)
     # What a model that ignores context can reach: training word frequencies (add-one).
     frequencies = np.ones(len(vocab))
     for word, count in train_counts.items():
         frequencies[vocab.index(word)] += count
-    unigram_loss = -np.log(frequencies[targets[real]] / frequencies.sum()).mean()
+    unigram_loss = -np.log(frequencies[targets] / frequencies.sum()).mean()
 
     # Measured: training 6.2 -> 5.75, held-out 5.92 against chance 7.75 and unigram 5.87.
     mlm_losses = history["mlm_loss"]
@@ -191,15 +207,6 @@ def write_counting_corpus(path, documents, rng):
             f.write("\n")
 
 
-def held_out_mlm_loss(model, batches, vocab_size):
-    """Cross-entropy of `model` on the real masked slots of `batches`, per slot."""
-    targets = np.concatenate([y["mlm"].ravel() for _, y, _ in batches])
-    real = np.concatenate([w["mlm"].ravel() for _, _, w in batches]) > 0
-    logits = np.concatenate([model.predict_on_batch(x)["mlm"].reshape(-1, vocab_size)
-                             for x, _, _ in batches])
-    return cross_entropy(logits[real], targets[real]).mean(), targets[real]
-
-
 @pytest.mark.slow
 def test_pretraining_learns_to_fill_in_counting_sequences_from_context(tmp_path):
     rng = np.random.default_rng(3)
@@ -207,24 +214,11 @@ def test_pretraining_learns_to_fill_in_counting_sequences_from_context(tmp_path)
     write_counting_corpus(train, 400, rng)
     write_counting_corpus(held_out, 40, rng)
     vocab = list(SPECIAL_TOKENS) + NUMBER_WORDS + TENS
-    tokenizer = BertTokenizer(vocab)
-
-    def dataset(path, seed):
-        return pretraining_dataset(str(path), tokenizer, seq_length=48,
-                                   max_predictions_per_seq=8, batch_size=32, seed=seed)
-
-    config = kbc.BertConfig(vocab_size=len(vocab), hidden_size=64, num_layers=2, num_heads=2,
-                            intermediate_size=128, max_position_embeddings=48, dropout=0.0,
-                            attention_dropout=0.0)
-    model = kbc.BertPretrainer(kbc.BertEncoder(config))
-    model.compile(optimizer=kbc.BertAdamW(3e-3))
-    held_out_batches = list(dataset(held_out, seed=2).as_numpy_iterator())
-    start_loss, targets = held_out_mlm_loss(model, held_out_batches, len(vocab))
-    history = model.fit(dataset(train, seed=1).repeat(), steps_per_epoch=50, epochs=12,
-                        verbose=0).history
-    end_loss, _ = held_out_mlm_loss(model, held_out_batches, len(vocab))
-    # Context-free guessing: the held-out words' own frequencies (an upper bound on what
-    # word statistics alone can do).
+    start_loss, end_loss, targets, history = pretrain_tiny(
+        train, held_out, vocab, seq_length=48, predictions=8, intermediate_size=128,
+        learning_rate=3e-3, epochs=12, steps_per_epoch=50)
+    # Context-free guessing with the held-out words' own frequencies: the best that word
+    # statistics alone can do.
     frequencies = np.bincount(targets, minlength=len(vocab)) / len(targets)
     unigram_loss = -np.log(frequencies[targets]).mean()
 
