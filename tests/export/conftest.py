@@ -34,13 +34,14 @@ def classifier(preprocessor):
     """A tiny classifier trained a few steps on `rule_label`, so its logits have margins."""
     keras.utils.set_random_seed(0)
     config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
-                                   max_position_embeddings=SEQ_LENGTH)
+                                   max_position_embeddings=SEQ_LENGTH, dropout=0.0,
+                                   attention_dropout=0.0)
     model = BertClassifier(kbc.BertEncoder(config), num_classes=3, dropout=0.0,
                            name="rule_classifier")
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     texts = varied_texts(256, seed=1)
     features = {name: value.numpy() for name, value in preprocessor(texts).items()}
-    model.fit(features, np.array([rule_label(t) for t in texts]), batch_size=32, epochs=3,
+    model.fit(features, np.array([rule_label(t) for t in texts]), batch_size=32, epochs=6,
               verbose=0)
     return model
 
