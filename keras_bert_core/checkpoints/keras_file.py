@@ -15,7 +15,12 @@ def find_model(model, cls):
     """The first instance of `cls` in `model` or nested in its layers (depth first), or `None`."""
     if isinstance(model, cls):
         return model
-    for layer in getattr(model, "layers", ()):
+    # Task models run their encoder's layers in their own graph (see `BertEncoder.encode`):
+    # the encoder itself is their `encoder` attribute, not one of their `layers`.
+    children = list(getattr(model, "layers", ()))
+    if getattr(model, "encoder", None) is not None:
+        children.insert(0, model.encoder)
+    for layer in children:
         found = find_model(layer, cls)
         if found is not None:
             return found

@@ -56,7 +56,7 @@ def _training_args(args, learning_rate):
     """The options the shared training helpers read."""
     return argparse.Namespace(
         command="demo", seed=args.seed, strategy="default", tpu_address=None,
-        mixed_precision=None, learning_rate=learning_rate, warmup_fraction=0.1)
+        mixed_precision=None, xla=False, learning_rate=learning_rate, warmup_fraction=0.1)
 
 
 def _topic_data(examples, limit, rng):

@@ -53,11 +53,16 @@ def test_corrupt_keras_file_names_the_file(tmp_path):
         load_checkpoint(tmp_path / "broken.keras")
 
 
-def test_keras_file_with_a_pretrainer(tmp_path, tiny_config, random_encoder):
+def test_keras_file_with_a_pretrainer(tmp_path, tiny_config, random_encoder, batch, run):
     from keras_bert_core.models.pretrainer import BertPretrainer
 
     pretrainer = BertPretrainer(random_encoder(tiny_config))
     pretrainer.save(tmp_path / "pretrainer.keras")
+    # Its encoder is an attribute, not a layer of its graph (the graph runs the encoder's
+    # layers itself); the encoder loads from it all the same.
+    encoder, _ = load_checkpoint(tmp_path / "pretrainer.keras")
+    np.testing.assert_array_equal(run(encoder, batch)["sequence_output"],
+                                  run(pretrainer.encoder, batch)["sequence_output"])
     loaded, config = load_pretrainer(tmp_path / "pretrainer.keras")
     assert isinstance(loaded, BertPretrainer) and config == tiny_config
     for name, value in pretrainer.get_head_weights().items():
