@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from keras_bert_core.checkpoints.readers import describe_error
 from keras_bert_core.checkpoints.weights import CheckpointError
 from keras_bert_core.models import BertEncoder
@@ -35,7 +37,11 @@ def load_model(path):
     import keras
 
     try:
-        return keras.saving.load_model(path, compile=False)
+        with warnings.catch_warnings():
+            # The saved optimizer state is left out on purpose; Keras would warn that the
+            # fresh, unbuilt optimizer cannot take it.
+            warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
+            return keras.saving.load_model(path, compile=False)
     except Exception as e:  # zip, JSON or deserialization errors
         raise CheckpointError(f"{path}: cannot load this .keras file ({describe_error(e)})") \
             from None
