@@ -22,12 +22,13 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
+
+from keras_bert_core.cli.demo import median_latency_ms  # noqa: E402
 
 SEQ_LENGTH = 128
 BATCH = 32
@@ -72,16 +73,6 @@ def throughput(run_pass, count, repeats):
     return count / statistics.median(times)
 
 
-def latency_ms(run_one, texts):
-    run_one(texts[0])  # warm-up
-    times = []
-    for text in texts:
-        start = time.perf_counter()
-        run_one(text)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
 def measure_ours(texts, vocab, args):
     import tensorflow as tf
 
@@ -103,7 +94,7 @@ def measure_ours(texts, vocab, args):
             results[f"savedmodel_{kind}_texts_per_s"] = throughput(
                 lambda tensors=tensors: [predict(text=t)["probabilities"].numpy()
                                          for t in tensors], len(sample), args.repeats)
-            results[f"savedmodel_{kind}_latency_ms"] = latency_ms(
+            results[f"savedmodel_{kind}_latency_ms"] = median_latency_ms(
                 lambda t: predict(text=tf.constant([t]))["probabilities"].numpy(),
                 sample[:args.latency_texts])
     return results
@@ -128,7 +119,7 @@ def measure_keras_hub(texts, vocab, args):
         results[f"keras_hub_{kind}_texts_per_s"] = throughput(
             lambda sample=sample: model.predict(sample, batch_size=BATCH, verbose=0),
             len(sample), args.repeats)
-        results[f"keras_hub_{kind}_latency_ms"] = latency_ms(
+        results[f"keras_hub_{kind}_latency_ms"] = median_latency_ms(
             lambda t: model.predict_on_batch([t]), sample[:args.latency_texts])
     return results
 

@@ -10,12 +10,11 @@ defaults use the tiny file in tests/; pass your own `--train`, `--dev` and `--ch
 """
 
 import argparse
-import os
 import pathlib
 
 import numpy as np
+from _setup import encoder_and_vocab  # examples/_setup.py
 
-import keras_bert_core as kbc
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.text import BertPreprocessor
 from keras_bert_core.text.task_data import load_multiple_choice, multiple_choice_dataset
@@ -35,14 +34,8 @@ def main():
     args = parser.parse_args()
     epochs, batch_size = (1 if args.smoke else args.epochs), 1
 
-    preprocessor = BertPreprocessor(args.vocab if not args.checkpoint else os.path.join(
-        args.checkpoint if os.path.isdir(args.checkpoint) else os.path.dirname(args.checkpoint),
-        "vocab.txt"), seq_length=32)
-    if args.checkpoint:
-        encoder, _ = kbc.load_checkpoint(args.checkpoint)
-    else:
-        encoder = kbc.BertEncoder(kbc.BertConfig.preset(
-            "tiny", vocab_size=len(preprocessor.vocabulary)))
+    encoder, vocab = encoder_and_vocab(args.checkpoint, args.vocab)
+    preprocessor = BertPreprocessor(vocab, seq_length=32)
 
     # With a passage, each row is (context, question + " " + choice).
     train = load_multiple_choice(args.train, context_column="context")

@@ -12,10 +12,10 @@ defaults use the tiny file in tests/; pass your own `--train`, `--dev` and `--ch
 """
 
 import argparse
-import os
 import pathlib
 
-import keras_bert_core as kbc
+from _setup import encoder_and_vocab  # examples/_setup.py
+
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.text import BertTokenizer
 from keras_bert_core.text.tagging import (
@@ -42,15 +42,8 @@ def main():
     args = parser.parse_args()
     epochs, batch_size = (1 if args.smoke else args.epochs), 2
 
-    if args.checkpoint:
-        encoder, _ = kbc.load_checkpoint(args.checkpoint)
-        folder = args.checkpoint if os.path.isdir(args.checkpoint) else os.path.dirname(
-            args.checkpoint)
-        args.vocab = os.path.join(folder, "vocab.txt")
-    else:
-        encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=len(
-            BertTokenizer(args.vocab).vocabulary)))
-    tokenizer = BertTokenizer(args.vocab, lower_case=not args.cased)
+    encoder, vocab = encoder_and_vocab(args.checkpoint, args.vocab)
+    tokenizer = BertTokenizer(vocab, lower_case=not args.cased)
 
     train = load_conll(args.train)
     dev = load_conll(args.dev, tag_names=train.tag_names)  # the training ids for each tag

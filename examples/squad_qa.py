@@ -13,10 +13,10 @@ tests/ so that the script runs anywhere; pass your own `--train`, `--dev` and
 """
 
 import argparse
-import os
 import pathlib
 
-import keras_bert_core as kbc
+from _setup import encoder_and_vocab  # examples/_setup.py
+
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.text import BertTokenizer
 from keras_bert_core.text.squad import extract_answers, load_squad, squad_features, squad_metrics
@@ -37,15 +37,8 @@ def main():
     args = parser.parse_args()
     epochs, batch_size = (1 if args.smoke else args.epochs), 4
 
-    if args.checkpoint:
-        encoder, _ = kbc.load_checkpoint(args.checkpoint)
-        folder = args.checkpoint if os.path.isdir(args.checkpoint) else os.path.dirname(
-            args.checkpoint)
-        args.vocab = os.path.join(folder, "vocab.txt")
-    else:
-        encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=len(
-            BertTokenizer(args.vocab).vocabulary)))
-    tokenizer = BertTokenizer(args.vocab, lower_case=True)
+    encoder, vocab = encoder_and_vocab(args.checkpoint, args.vocab)
+    tokenizer = BertTokenizer(vocab, lower_case=True)
 
     # Windows of [CLS] question [SEP] context-slice [SEP], labeled with the answer's tokens.
     train = load_squad(args.train)

@@ -157,7 +157,7 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
     }
 
 
-def _latency_ms(answer, texts):
+def median_latency_ms(answer, texts):
     """Median milliseconds of `answer(text)` over `texts`, after one warm-up call."""
     answer(texts[0])
     times = []
@@ -196,10 +196,10 @@ def _check_exports(model, preprocessor, held_out, paths, batch_size, latency_tex
     sample = texts[:latency_texts]
     preprocess = tf.function(preprocessor)  # as a serving program would run it
     latency = {
-        "keras": _latency_ms(lambda t: model.predict_on_batch(preprocess(tf.constant([t]))),
-                             sample),
-        "saved_model": _latency_ms(lambda t: serve(text=tf.constant([t])), sample),
-        "tflite": _latency_ms(tflite, sample),
+        "keras": median_latency_ms(
+            lambda t: model.predict_on_batch(preprocess(tf.constant([t]))), sample),
+        "saved_model": median_latency_ms(lambda t: serve(text=tf.constant([t])), sample),
+        "tflite": median_latency_ms(tflite, sample),
     }
     return {"saved_model": _agreement(reference, saved_model),
             "tflite": _agreement(reference, tflite_probabilities)}, latency

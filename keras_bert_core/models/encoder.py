@@ -16,7 +16,8 @@ def encoder_inputs(name_prefix=""):
             for name in INPUT_NAMES}
 
 
-def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=None):
+def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=None,
+            output_encoder_outputs=False):
     """The encoder's computation on its layers (see `BertEncoder.encode`)."""
     x = embeddings(inputs["token_ids"], inputs["segment_ids"],
                    document_positions(inputs["padding_mask"]))
@@ -29,8 +30,10 @@ def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=Non
     layer_outputs.append(x)
     if final_norm is not None:
         x = keras.ops.cast(final_norm(x), embeddings.compute_dtype)
-    return {"sequence_output": x, "pooled_output": pooler(x[:, 0, :]),
-            "encoder_outputs": layer_outputs}
+    outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
+    if output_encoder_outputs:
+        outputs["encoder_outputs"] = layer_outputs
+    return outputs
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -111,9 +114,8 @@ class BertEncoder(keras.Model):
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=config.initializer_range),
             dtype=dtype, name="pooler")
-        outputs = _encode(inputs, embeddings, blocks, final_norm, pooler)
-        if not output_encoder_outputs:
-            del outputs["encoder_outputs"]
+        outputs = _encode(inputs, embeddings, blocks, final_norm, pooler,
+                          output_encoder_outputs=output_encoder_outputs)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         if dtype is not None:
             # Functional models drop `dtype`; task models read the policy from the encoder
@@ -157,11 +159,8 @@ class BertEncoder(keras.Model):
         inputs = {name: inputs[name] for name in INPUT_NAMES}
         if isinstance(output_positions, str) and output_positions == "cls":
             output_positions = keras.ops.zeros_like(inputs["token_ids"][:, :1])
-        outputs = _encode(inputs, self.embeddings, self.blocks, self.final_norm, self.pooler,
-                          output_positions)
-        if not self.output_encoder_outputs:
-            del outputs["encoder_outputs"]
-        return outputs
+        return _encode(inputs, self.embeddings, self.blocks, self.final_norm, self.pooler,
+                       output_positions, self.output_encoder_outputs)
 
     @property
     def word_embeddings(self):
