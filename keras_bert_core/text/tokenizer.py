@@ -3,12 +3,16 @@
 Two pipelines share one layer:
 
 * The default (reference) pipeline reproduces the original BERT tokenizer as Hugging Face
-  ``tokenizers`` implements it (``BertNormalizer`` + ``BertPreTokenizer`` + ``WordPiece``):
-  every distinct character of the batch is normalized on its own (control and format
-  characters removed; uncased: NFD, accents (Mn) removed, then lower case), classified as
-  whitespace, isolated (punctuation, CJK ideograph) or word character, words are joined with
-  ``UnsortedSegmentJoin`` and split into wordpieces by ``FastWordpieceTokenize``.
-  It uses TensorFlow core ops plus tf.text's ``NormalizeUTF8`` and
+  ``tokenizers`` implements it (``BertNormalizer`` + ``BertPreTokenizer`` + ``WordPiece``).
+  Lines of printable ASCII (plus tab and line breaks) go straight to
+  ``FastWordpieceTokenize`` with its built-in pre-tokenization, which splits them exactly as
+  the reference does. Other lines take the character route: every distinct character of
+  the batch is normalized on its own (control and format characters removed; uncased: NFD,
+  accents (Mn) removed, then lower case) and classified as whitespace, isolated
+  (punctuation, CJK ideograph) or word character; the lines are rebuilt from the normalized
+  characters with spaces between words, split on spaces and cut into wordpieces (with
+  offsets, words are joined with ``UnsortedSegmentJoin`` instead, keeping each character's
+  input span). It uses TensorFlow core ops plus tf.text's ``NormalizeUTF8`` and
   ``FastWordpieceTokenizeWithOffsets``, all of which TF Serving links.
 * ``tflite_compatible=True`` runs tf.text's ``FastBertNormalize`` and
   ``FastWordpieceTokenize`` (with its built-in pre-tokenization) on whole strings: the only
@@ -77,6 +81,11 @@ _ISOLATED = (
     r"\x{2b740}-\x{2b81f}\x{2b920}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}]"
 )
 _REMOVED_CHAR, _WHITESPACE_CHAR, _ISOLATED_CHAR, _WORD_CHAR = 0, 1, 2, 3
+# Lines that FastWordpieceTokenize's own pre-tokenization splits exactly as the reference:
+# ASCII has no accents, no CJK and one case mapping, and its punctuation is the same in
+# both. Other ASCII control characters are excluded: the reference removes them, the fast
+# pre-tokenizer splits on them.
+_PLAIN_ASCII = r"[\x20-\x7e\t\n\r]*"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -130,20 +139,22 @@ class BertTokenizer(keras.layers.Layer):
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
             self._is_suffix = tf.constant([t.startswith("##") for t in self.vocabulary])
+            # Splits whole strings into words itself. It counts bytes: only ASCII words get
+            # the reference's character limit.
+            self._text_wordpiece = tf_text.FastWordpieceTokenizer(
+                self.vocabulary,
+                max_bytes_per_word=MAX_CHARS_PER_WORD,
+                token_out_type=tf.int32,
+                no_pretokenization=False,
+            )
             if self.tflite_compatible:
                 self._normalizer = tf_text.FastBertNormalizer(
                     lower_case_nfd_strip_accents=self.lower_case
                 )
-                # Counts bytes: only ASCII words get the reference's character limit.
-                self._wordpiece = tf_text.FastWordpieceTokenizer(
-                    self.vocabulary,
-                    max_bytes_per_word=MAX_CHARS_PER_WORD,
-                    token_out_type=tf.int32,
-                    no_pretokenization=False,
-                )
             else:
-                # Words here are at most 100 characters of at most 4 bytes each.
-                self._wordpiece = tf_text.FastWordpieceTokenizer(
+                # Takes words made by the character route: at most 100 characters of at
+                # most 4 bytes each.
+                self._word_wordpiece = tf_text.FastWordpieceTokenizer(
                     self.vocabulary,
                     max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
                     token_out_type=tf.int32,
@@ -197,9 +208,9 @@ class BertTokenizer(keras.layers.Layer):
         """
         text, single = _as_batch(inputs)
         if self.tflite_compatible:
-            ids = self._wordpiece.tokenize(self._normalizer.normalize(text))
+            ids = self._text_wordpiece.tokenize(self._normalizer.normalize(text))
         else:
-            ids = self._reference_pipeline(text, with_offsets=False)
+            (ids,) = self._reference_pipeline(text, with_offsets=False)
         _keep_static_batch_size(ids, text)
         return ids[0] if single else ids
 
@@ -247,7 +258,7 @@ class BertTokenizer(keras.layers.Layer):
 
     def _tflite_pipeline_with_offsets(self, text):
         normalized, offset_map = self._normalizer.normalize_with_offsets(text)
-        ids, starts, ends = self._wordpiece.tokenize_with_offsets(normalized)
+        ids, starts, ends = self._text_wordpiece.tokenize_with_offsets(normalized)
         # The map gives the input byte of each normalized byte. A piece spans from the input
         # character of its first byte to the end of the input character of its last byte.
         offset_map = tf.cast(offset_map, tf.int64)
@@ -280,19 +291,66 @@ class BertTokenizer(keras.layers.Layer):
         kind = tf.where(tf.strings.regex_full_match(chars, _WHITESPACE), _WHITESPACE_CHAR, kind)
         return chars, tf.where(tf.strings.length(chars) == 0, _REMOVED_CHAR, kind)
 
+    def _reference_pipeline(self, text, with_offsets):
+        """Ids (and offsets) of the reference pipeline: plain ASCII lines by the fast route,
+        the others by the character route, rows back in input order."""
+        plain = tf.strings.regex_full_match(text, _PLAIN_ASCII)
+        if with_offsets:
+            return _route_rows(text, plain, self._plain_ascii_with_offsets,
+                               self._character_route_with_offsets)
+        return _route_rows(text, plain, self._plain_ascii_ids, self._character_route_ids)
+
+    def _plain_ascii_ids(self, text):
+        if self.lower_case:
+            text = tf.strings.lower(text)
+        return (self._text_wordpiece.tokenize(text),)
+
+    def _plain_ascii_with_offsets(self, text):
+        if self.lower_case:
+            text = tf.strings.lower(text)  # ASCII: every byte stays where it was
+        return self._text_wordpiece.tokenize_with_offsets(text)
+
+    def _distinct_characters(self, codepoints):
+        """Normalizes each distinct code point once (batches hold far fewer distinct
+        characters than characters): `(raw, normalized, kind, index)`, where `index` maps
+        each input code point to its entry."""
+        distinct, index = tf.unique(codepoints)
+        raw = tf.strings.unicode_encode(tf.expand_dims(distinct, 1), "UTF-8")
+        normalized, kind = self._normalize_characters(raw)
+        return raw, normalized, kind, index
+
+    def _character_route_ids(self, text):
+        """Rebuilds each line from its normalized characters, with spaces around words, and
+        splits it on the spaces: string ops over whole lines instead of per-character
+        segment bookkeeping."""
+        batch_size = tf.shape(text)[0]
+        # A "\n" after each line marks, in the joined batch, where the line ends.
+        codepoints = tf.strings.unicode_decode(
+            tf.strings.join([text, "\n"]), "UTF-8", errors="replace"
+        )
+        _, normalized, kind, index = self._distinct_characters(codepoints.flat_values)
+        # Removed characters normalize to "".
+        spelled = tf.where(kind == _WHITESPACE_CHAR, " ", normalized)
+        spelled = tf.where(kind == _ISOLATED_CHAR, tf.strings.join([" ", normalized, " "]), spelled)
+        chars = tf.gather(spelled, index)
+        line_ends = tf.expand_dims(codepoints.row_splits[1:] - 1, 1)
+        chars = tf.tensor_scatter_nd_update(chars, line_ends, tf.fill([batch_size], "\n"))
+        lines = tf.strings.split(tf.strings.reduce_join(chars), "\n")[:batch_size]
+        words = tf.strings.split(lines)
+        flat_words = words.flat_values
+        words = words.with_flat_values(tf.where(_too_long(flat_words), "[UNK]", flat_words))
+        return (self._word_wordpiece.tokenize(words).merge_dims(1, 2),)
+
     def _word_characters(self, text):
         """Normalized characters of the words of `text`, flat, with their row, their byte span
         in the input and whether each begins a word."""
         codepoints, char_starts = tf.strings.unicode_decode_with_offsets(
             text, "UTF-8", errors="replace"
         )
-        rows = codepoints.value_rowids()
-        # Normalize each distinct character once: batches hold far fewer distinct characters
-        # than characters. Characters stay indices into that table until the end, so only the
-        # characters of words are gathered as strings.
-        distinct, index = tf.unique(codepoints.flat_values)
-        raw = tf.strings.unicode_encode(tf.expand_dims(distinct, 1), "UTF-8")
-        normalized, kind = self._normalize_characters(raw)
+        rows = _row_ids(codepoints.row_splits)
+        # Characters stay indices into the table of distinct characters until the end, so
+        # only the characters of words are gathered as strings.
+        raw, normalized, kind, index = self._distinct_characters(codepoints.flat_values)
         kinds = tf.gather(kind, index)
         kept = tf.where(kinds != _REMOVED_CHAR)[:, 0]
         kinds, kept_rows = tf.gather(kinds, kept), tf.gather(rows, kept)
@@ -309,12 +367,12 @@ class BertTokenizer(keras.layers.Layer):
         return (tf.gather(normalized, char_index), tf.boolean_mask(kept_rows, in_word),
                 char_starts, char_ends, tf.boolean_mask(begins_word, in_word))
 
-    def _reference_pipeline(self, text, with_offsets):
+    def _character_route_with_offsets(self, text):
         chars, rows, char_starts, char_ends, begins_word = self._word_characters(text)
         word_of_char = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
         num_words = tf.reduce_sum(tf.cast(begins_word, tf.int64))
         words = tf.strings.unsorted_segment_join(chars, word_of_char, num_words)
-        too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+        too_long = _too_long(words)
         words = tf.where(too_long, "[UNK]", words)
         word_rows = tf.boolean_mask(rows, begins_word)
         batch_size = tf.shape(text, out_type=tf.int64)[0]
@@ -324,10 +382,7 @@ class BertTokenizer(keras.layers.Layer):
                 pieces, word_rows, nrows=batch_size, validate=False
             ).merge_dims(1, 2)
 
-        if not with_offsets:
-            return by_row(self._wordpiece.tokenize(words))
-
-        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
+        pieces, piece_starts, piece_ends = self._word_wordpiece.tokenize_with_offsets(words)
         # Piece offsets count bytes of the normalized word; find the characters they fall in.
         char_offsets = tf.cumsum(tf.cast(tf.strings.length(chars), tf.int64), exclusive=True)
         word_offsets = tf.boolean_mask(char_offsets, begins_word)
@@ -356,6 +411,36 @@ class BertTokenizer(keras.layers.Layer):
             }
         )
         return config
+
+
+def _too_long(words):
+    """Words the reference replaces with [UNK]: over 100 characters after normalization."""
+    return tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+
+
+def _route_rows(text, selected, tokenize_selected, tokenize_others):
+    """Tokenizes the selected rows of `text` with one function and the others with another;
+    returns their ragged results (tuples of the same length) with rows in input order."""
+    rows = tf.range(tf.shape(text)[0])
+    selected_rows = tf.boolean_mask(rows, selected)
+    other_rows = tf.boolean_mask(rows, ~selected)
+    order = tf.math.invert_permutation(tf.concat([selected_rows, other_rows], 0))
+    parts = zip(
+        tokenize_selected(tf.gather(text, selected_rows)),
+        tokenize_others(tf.gather(text, other_rows)),
+        strict=True,
+    )
+    return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
+
+
+def _row_ids(row_splits):
+    """Row of each value: RaggedTensor.value_rowids without its [rows, longest row] mask."""
+    num_values = row_splits[-1]
+    # Each row start (after the first) adds one; an empty row shares its start with the next.
+    boundaries = tf.math.unsorted_segment_sum(
+        tf.ones_like(row_splits[1:-1]), row_splits[1:-1], num_values + 1
+    )
+    return tf.cumsum(boundaries[:-1])
 
 
 def _char_at(char_offsets, byte_offsets):
