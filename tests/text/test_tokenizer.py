@@ -82,6 +82,22 @@ def test_every_code_point_equals_reference(vocab_file, reference, lower_case):
     assert not differing, f"lines with these code points differ: {differing[:64]}"
 
 
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_plain_ascii_route_keeps_row_order_and_reference_ids(vocab_file, reference, lower_case):
+    # Plain ASCII lines (printable, tab, line breaks) take a faster route than the others;
+    # interleaved, every row must still come back in place with the reference's ids.
+    printable = " ".join(f"A{chr(c)}b" for c in range(0x20, 0x7F)) + "\tTab\r\nBreaks"
+    lines = [printable, "Ünïcödé 漢字", "", "x\x0by", "Hello, World!", "\u3000", "end."]
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    ids, starts, ends = tokenizer.tokenize_with_offsets(lines)
+    assert ids.to_list() == tokenizer(lines).to_list()
+    assert ids.to_list() == reference_ids(reference[lower_case], lines)
+    encodings = reference[lower_case].encode_batch(lines, add_special_tokens=False)
+    for row in (0, 4):  # ASCII: byte offsets are character offsets
+        ours = list(zip(starts[row].numpy().tolist(), ends[row].numpy().tolist(), strict=True))
+        assert ours == encodings[row].offsets
+
+
 def test_offsets_and_word_ids_equal_reference(vocab_file, reference, corpus):
     tokenizer = BertTokenizer(vocab_file)
     ids, starts, ends = tokenizer.tokenize_with_offsets(corpus)
