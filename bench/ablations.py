@@ -19,6 +19,8 @@ one step each in turn, so that the machine's changing load reaches them alike:
 - `keras_adamw`: Keras's `AdamW` (about ten element-wise ops per variable) instead of the
   package's `BertAdamW`, which does the same update with TensorFlow's fused
   `ResourceApplyAdam` kernel (one pass over each variable and its two moments);
+- `unfused`: GELU and LayerNorm as TensorFlow's chains of element-wise ops in training too,
+  instead of the package's one XLA kernel each way (`keras_bert_core/layers/fused.py`);
 - `dense_2d`: every `Dense` flattens `[batch, seq, width]` to `[batch * seq, width]`
   around its matmul and bias, so TensorFlow's grappler can fuse MatMul + bias (a 3-D
   input goes through `tensordot`, whose reshapes stop the fusion);
@@ -80,6 +82,20 @@ def keras_adamw():
     return optimizer
 
 
+@contextlib.contextmanager
+def unfused():
+    """While models are built and traced: GELU and LayerNorm as TensorFlow's element-wise ops
+    while training too (no XLA kernels)."""
+    from keras_bert_core.layers import fused
+
+    original = fused._fuses
+    fused._fuses = lambda training: False
+    try:
+        yield
+    finally:
+        fused._fuses = original
+
+
 def dense_2d(enabled):
     """Makes every `keras.layers.Dense` built from now on run its matmul on 2-D inputs."""
     import keras
@@ -104,7 +120,7 @@ def dense_2d(enabled):
 
 
 def variants(task, peers):
-    """`{name: (framework, jit, 2-D dense, full last layer, compile overrides)}`; overrides
+    """`{name: (framework, jit, 2-D dense, build context, compile overrides)}`; overrides
     built lazily."""
     import keras
 
@@ -112,17 +128,19 @@ def variants(task, peers):
         return {"weighted_metrics": {
             "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}}
 
-    table = {"default": ("ours", False, False, False, dict),
-             "jit": ("ours", True, False, False, dict)}
+    none = contextlib.nullcontext
+    table = {"default": ("ours", False, False, none, dict),
+             "jit": ("ours", True, False, none, dict)}
     if task == "pretrain":
-        table["argmax_accuracy"] = ("ours", False, False, False, argmax_accuracy)
-        table["no_metrics"] = ("ours", False, False, False,
+        table["argmax_accuracy"] = ("ours", False, False, none, argmax_accuracy)
+        table["no_metrics"] = ("ours", False, False, none,
                                lambda: {"metrics": None, "weighted_metrics": None})
-    table["full_last_layer"] = ("ours", False, False, True, dict)
-    table["keras_adamw"] = ("ours", False, False, False, lambda: {"optimizer": keras_adamw()})
-    table["dense_2d"] = ("ours", False, True, False, dict)
+    table["full_last_layer"] = ("ours", False, False, full_last_layer, dict)
+    table["keras_adamw"] = ("ours", False, False, none, lambda: {"optimizer": keras_adamw()})
+    table["unfused"] = ("ours", False, False, unfused, dict)
+    table["dense_2d"] = ("ours", False, True, none, dict)
     if peers:
-        table["keras_hub_jit"] = ("keras_hub", True, False, False, dict)
+        table["keras_hub_jit"] = ("keras_hub", True, False, none, dict)
     return table
 
 
@@ -134,16 +152,16 @@ def main():
 
     arrays = common.synthetic_batch(args.batch, args.seq)
     runs, times, losses, kinds = {}, {}, {}, {}
-    for name, (framework, jit, flat, full, overrides) in variants(
+    for name, (framework, jit, flat, context, overrides) in variants(
             args.task, args.peers).items():
         if args.only and name not in args.only:
             continue
         args.jit = jit
         kinds[name] = {"framework": framework, "jit_compile": jit}
         dense_2d(flat)  # read while the first steps trace the model
-        with full_last_layer() if full else contextlib.nullcontext():
+        with context():
             _, runs[name] = train_step.BUILDERS[framework](args, arrays, **overrides())
-        runs[name](max(args.warmup, 1), 0)
+            runs[name](max(args.warmup, 1), 0)  # traces the step while the context holds
         times[name] = []
     dense_2d(False)
     # Round robin, one step of each variant in turn, so a change in the machine's load

@@ -27,6 +27,18 @@ class _BertOptimizerMixin:
         return {**super().get_config(),
                 "weight_decay_exclusions": list(self.weight_decay_exclusions)}
 
+    def _clip_gradients(self, grads):
+        # An embedding gradient arrives as IndexedSlices holding one row per token, repeated
+        # for repeated tokens. Keras squares each repeat on its own, which is not the norm of
+        # the gradient (nor what one-hot embeddings, whose gradient is dense, get). Densify
+        # first; the update is dense anyway (AdamW decays every row's moments).
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                     for g in grads]
+        return super()._clip_gradients(grads)
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
 class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):

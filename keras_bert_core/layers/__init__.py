@@ -1,7 +1,9 @@
-"""Keras layers of BERT; backend-agnostic (`keras.ops`), no TensorFlow-only code."""
+"""Keras layers of BERT, in `keras.ops`; only the training-time XLA fusion of `fused` (GELU,
+LayerNorm) uses TensorFlow, when Keras runs on it."""
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention, attention_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
+from keras_bert_core.layers.fused import LayerNorm
 from keras_bert_core.layers.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
@@ -11,6 +13,7 @@ __all__ = [
     "TransformerEncoderBlock",
     "attention_bias",
     "document_positions",
+    "LayerNorm",
     "ClassificationHead",
     "MaskedLMHead",
     "SpanLabelingHead",

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_core.layers.fused import LayerNorm
+
 
 def _truncated_normal(stddev):
     return keras.initializers.TruncatedNormal(stddev=stddev)
@@ -61,7 +63,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.one_hot_lookup = one_hot_lookup
         self.table_size = embedding_size or hidden_size
         # LayerNorm statistics stay in float32 under mixed precision.
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None

@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from keras_bert_core.layers.attention import MASK_PENALTY
-from keras_bert_core.layers.transformer import ACTIVATIONS
+from keras_bert_core.layers.fused import ACTIVATIONS, LayerNorm, activate
 
 
 def _truncated_normal(stddev):
@@ -77,7 +77,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.transform = keras.layers.Dense(
             table_size, kernel_initializer=_truncated_normal(self.initializer_range),
             dtype=self.dtype_policy, name="transform")
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=self.layer_norm_eps, dtype="float32", name="layer_norm")
         self.transform.build(sequence_output_shape)
         self.layer_norm.build((None, None, table_size))
@@ -85,12 +85,12 @@ class MaskedLMHead(keras.layers.Layer):
             shape=(vocab_size,), initializer="zeros", name="output_bias")
         self.built = True
 
-    def call(self, sequence_output, masked_positions=None):
+    def call(self, sequence_output, masked_positions=None, training=None):
         states = sequence_output
         if masked_positions is not None:
             states = ops.take_along_axis(
                 states, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
-        states = ACTIVATIONS[self.activation](self.transform(states))
+        states = activate(self.activation, self.transform(states), training)
         states = ops.cast(self.layer_norm(states), self.compute_dtype)
         table = ops.cast(self.embeddings.word_embeddings, self.compute_dtype)
         logits = ops.matmul(states, ops.transpose(table))

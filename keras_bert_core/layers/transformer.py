@@ -4,13 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
-
-ACTIVATIONS = {
-    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
-    "gelu_approximate": lambda x: keras.activations.gelu(x, approximate=True),
-    "relu": keras.activations.relu,
-    "tanh": keras.activations.tanh,
-}
+from keras_bert_core.layers.fused import ACTIVATIONS, LayerNorm, activate
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -75,13 +69,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention = MultiHeadSelfAttention(
             self.num_heads, width // self.num_heads, dropout=self.attention_dropout,
             initializer_range=self.initializer_range, dtype=policy, name="attention")
-        self.attention_norm = keras.layers.LayerNormalization(
+        self.attention_norm = LayerNorm(
             epsilon=self.layer_norm_eps, dtype="float32", name="attention_norm")
         self.intermediate = keras.layers.Dense(
             self.intermediate_size, kernel_initializer=init, dtype=policy, name="intermediate")
         self.output_dense = keras.layers.Dense(
             width, kernel_initializer=init, dtype=policy, name="output")
-        self.output_norm = keras.layers.LayerNormalization(
+        self.output_norm = LayerNorm(
             epsilon=self.layer_norm_eps, dtype="float32", name="output_norm")
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=policy, name="dropout")
         self.attention.build(input_shape)
@@ -96,7 +90,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return ops.cast(layer(x), self.compute_dtype)
 
     def _feed_forward(self, x, training):
-        h = ACTIVATIONS[self.activation](self.intermediate(x))
+        h = activate(self.activation, self.intermediate(x), training)
         return self.dropout_layer(self.output_dense(h), training=training)
 
     def call(self, x, bias, output_positions=None, training=None):

@@ -5,6 +5,7 @@ import keras
 from keras_bert_core.config import BertConfig
 from keras_bert_core.layers.attention import attention_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
+from keras_bert_core.layers.fused import LayerNorm
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -106,7 +107,7 @@ class BertEncoder(keras.Model):
             for index in range(config.num_layers)
         ]
         # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.
-        final_norm = keras.layers.LayerNormalization(
+        final_norm = LayerNorm(
             epsilon=config.layer_norm_eps, dtype="float32",
             name="final_norm") if config.norm_first else None
         pooler = keras.layers.Dense(

@@ -80,6 +80,11 @@ def test_clipping_is_by_global_norm_and_can_be_turned_off():
     # The global norm of these gradients is 5: both shrink by the same factor.
     grads = clipped._clip_gradients([np.array([3.0], "float32"), np.array([4.0], "float32")])
     np.testing.assert_allclose([float(g[0]) for g in grads], [0.6, 0.8], rtol=1e-6)
+    # Below the norm: unchanged; a missing gradient stays missing; a non-finite norm gives NaN.
+    grads = clipped._clip_gradients([np.array([0.3], "float32"), None])
+    assert float(grads[0][0]) == pytest.approx(0.3) and grads[1] is None
+    grads = clipped._clip_gradients([np.array([np.inf], "float32"), np.array([1.0], "float32")])
+    assert np.isnan([float(g[0]) for g in grads]).all()
 
 
 def test_bad_arguments_are_named():
@@ -151,18 +156,31 @@ def test_mixed_precision_trains_without_nan(policy, name):
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "indexed_slices"])
-def test_bert_adamw_steps_like_keras_adamw(sparse):
-    # BertAdamW runs TensorFlow's fused Adam kernel: the same update as Keras's AdamW.
+@pytest.mark.parametrize("clipnorm", [None, 1.0], ids=["unclipped", "clipped"])
+def test_bert_adamw_steps_like_keras_adamw(sparse, clipnorm):
+    # BertAdamW runs TensorFlow's fused Adam kernel and its own global-norm clipping: the same
+    # update as Keras's AdamW. Gradient norms alternate above and below the clipping norm.
     rng = np.random.default_rng(0)
     initial = rng.normal(size=(6, 3)).astype("float32")
     variables = [keras.Variable(initial, name="kernel") for _ in range(2)]
-    optimizers = [BertAdamW(1e-2, global_clipnorm=None),
-                  keras.optimizers.AdamW(1e-2, weight_decay=0.01, epsilon=1e-6)]
-    for _ in range(3):
-        gradient = rng.normal(size=initial.shape).astype("float32")
-        for optimizer, variable in zip(optimizers, variables, strict=True):
-            grad = tf.IndexedSlices(tf.constant(gradient[[1, 4]]), tf.constant([1, 4]),
-                                    tf.constant(initial.shape)) if sparse else gradient
+    optimizers = [BertAdamW(1e-2, global_clipnorm=clipnorm),
+                  keras.optimizers.AdamW(1e-2, weight_decay=0.01, epsilon=1e-6,
+                                         global_clipnorm=clipnorm)]
+    for size in (3.0, 0.05, 2.0, 0.1):
+        gradient = size * rng.normal(size=initial.shape).astype("float32")
+        if sparse:
+            # Row 4 twice, as an embedding gradient repeats the rows of repeated tokens.
+            # Keras's AdamW gets the dense sum: on repeated rows its sparse update is not
+            # the gradient's (it sums squares into the second moment, not the square of the
+            # sum: off by 0.012 after 3 steps here) and neither is its clipping norm, while
+            # BertAdamW densifies first.
+            grads = [tf.IndexedSlices(tf.constant(gradient[[1, 4, 4]]), tf.constant([1, 4, 4]),
+                                      tf.constant(initial.shape)),
+                     np.zeros_like(gradient)]
+            grads[1][[1, 4]] = gradient[1], 2 * gradient[4]
+        else:
+            grads = [gradient, gradient]
+        for optimizer, variable, grad in zip(optimizers, variables, grads, strict=True):
             optimizer.apply([grad], [variable])
     np.testing.assert_allclose(variables[0].numpy(), variables[1].numpy(), atol=1e-6)
     assert not np.allclose(variables[0].numpy(), initial)
