@@ -91,7 +91,7 @@ def run_sections(sections, quick):
         results["ablations"] = run(
             "ablations.py", "--task", "pretrain", "--preset", "mini", "--steps", steps["mini"],
             "--only", "default", "jit", "argmax_accuracy", "full_last_layer", "keras_adamw",
-            "dense_2d",
+            "unfused", "dense_2d",
             out=None)
     if "memory" in sections:
         shape = ("--preset", "mini", "--batch", 32) if quick else ("--preset", "base",
