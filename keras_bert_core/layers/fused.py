@@ -101,10 +101,13 @@ class LayerNorm(keras.layers.LayerNormalization):
     True
     """
 
+    def build(self, input_shape):
+        super().build(input_shape)  # makes `axis` a sorted list
+        self._fusable = (self.axis in ([-1], [len(input_shape) - 1]) and self.center
+                         and self.scale and not self.rms_scaling)
+
     def call(self, inputs, training=None):
-        last_axis = self.axis in (-1, [-1]) or self.axis == [len(inputs.shape) - 1]
-        if not (_fuses(training) and last_axis and self.center and self.scale
-                and not self.rms_scaling):
+        if not (self._fusable and _fuses(training)):
             return super().call(inputs)
         # As keras.ops.layer_normalization: at least float32.
         dtype = keras.backend.result_type(inputs.dtype, "float32")

@@ -299,13 +299,8 @@ class BertTokenizer(keras.layers.Layer):
             return _route_rows(text, plain, self._plain_ascii_with_offsets,
                                self._character_route_with_offsets,
                                dtypes=(tf.int32, tf.int64, tf.int64))
-        return _route_rows(text, plain, self._plain_ascii_ids, self._character_route_ids,
-                           dtypes=(tf.int32,))
-
-    def _plain_ascii_ids(self, text):
-        if self.lower_case:
-            text = tf.strings.lower(text)
-        return (self._text_wordpiece.tokenize(text),)
+        return _route_rows(text, plain, lambda t: self._plain_ascii_with_offsets(t)[:1],
+                           self._character_route_ids, dtypes=(tf.int32,))
 
     def _plain_ascii_with_offsets(self, text):
         if self.lower_case:
