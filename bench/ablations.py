@@ -21,9 +21,9 @@ one step each in turn, so that the machine's changing load reaches them alike:
   `ResourceApplyAdam` kernel (one pass over each variable and its two moments);
 - `unfused`: GELU and LayerNorm as TensorFlow's chains of element-wise ops in training too,
   instead of the package's one XLA kernel each way (`keras_bert_core/layers/fused.py`);
-- `dense_2d`: every `Dense` flattens `[batch, seq, width]` to `[batch * seq, width]`
-  around its matmul and bias, so TensorFlow's grappler can fuse MatMul + bias (a 3-D
-  input goes through `tensordot`, whose reshapes stop the fusion);
+- `keras_dense`: Keras's `Dense` on `[batch, seq, width]` (through `tensordot`, whose
+  reshapes keep grappler from fusing MatMul + bias) instead of the package's `FlatDense`,
+  which flattens the leading axes around its matmul and bias;
 - `keras_hub_jit` (`--peers`): KerasHub's step with XLA, to show what XLA does for a peer.
 
 Prints a markdown table, then the JSON line that it also writes to
@@ -96,31 +96,23 @@ def unfused():
         fused._fuses = original
 
 
-def dense_2d(enabled):
-    """Makes every `keras.layers.Dense` built from now on run its matmul on 2-D inputs."""
+@contextlib.contextmanager
+def keras_dense():
+    """While models are built and traced: `FlatDense` runs Keras's `Dense.call`."""
     import keras
-    from keras import ops
 
-    original = keras.layers.Dense.__dict__.get("_original_call", keras.layers.Dense.call)
-    keras.layers.Dense._original_call = original
-    if not enabled:
-        keras.layers.Dense.call = original
-        return
+    from keras_bert_core.layers.fused import FlatDense
 
-    def call(self, inputs, training=None):
-        shape = ops.shape(inputs)
-        x = ops.matmul(ops.reshape(inputs, (-1, shape[-1])), self.kernel)
-        if self.bias is not None:
-            x = ops.add(x, self.bias)
-        if self.activation is not None:
-            x = self.activation(x)
-        return ops.reshape(x, (*shape[:-1], self.units))
-
-    keras.layers.Dense.call = call
+    flat_call = FlatDense.call
+    FlatDense.call = keras.layers.Dense.call
+    try:
+        yield
+    finally:
+        FlatDense.call = flat_call
 
 
 def variants(task, peers):
-    """`{name: (framework, jit, 2-D dense, build context, compile overrides)}`; overrides
+    """`{name: (framework, jit, build context, compile overrides)}`; overrides
     built lazily."""
     import keras
 
@@ -129,18 +121,18 @@ def variants(task, peers):
             "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}}
 
     none = contextlib.nullcontext
-    table = {"default": ("ours", False, False, none, dict),
-             "jit": ("ours", True, False, none, dict)}
+    table = {"default": ("ours", False, none, dict),
+             "jit": ("ours", True, none, dict)}
     if task == "pretrain":
-        table["argmax_accuracy"] = ("ours", False, False, none, argmax_accuracy)
-        table["no_metrics"] = ("ours", False, False, none,
+        table["argmax_accuracy"] = ("ours", False, none, argmax_accuracy)
+        table["no_metrics"] = ("ours", False, none,
                                lambda: {"metrics": None, "weighted_metrics": None})
-    table["full_last_layer"] = ("ours", False, False, full_last_layer, dict)
-    table["keras_adamw"] = ("ours", False, False, none, lambda: {"optimizer": keras_adamw()})
-    table["unfused"] = ("ours", False, False, unfused, dict)
-    table["dense_2d"] = ("ours", False, True, none, dict)
+    table["full_last_layer"] = ("ours", False, full_last_layer, dict)
+    table["keras_adamw"] = ("ours", False, none, lambda: {"optimizer": keras_adamw()})
+    table["unfused"] = ("ours", False, unfused, dict)
+    table["keras_dense"] = ("ours", False, keras_dense, dict)
     if peers:
-        table["keras_hub_jit"] = ("keras_hub", True, False, none, dict)
+        table["keras_hub_jit"] = ("keras_hub", True, none, dict)
     return table
 
 
@@ -152,18 +144,16 @@ def main():
 
     arrays = common.synthetic_batch(args.batch, args.seq)
     runs, times, losses, kinds = {}, {}, {}, {}
-    for name, (framework, jit, flat, context, overrides) in variants(
+    for name, (framework, jit, context, overrides) in variants(
             args.task, args.peers).items():
         if args.only and name not in args.only:
             continue
         args.jit = jit
         kinds[name] = {"framework": framework, "jit_compile": jit}
-        dense_2d(flat)  # read while the first steps trace the model
         with context():
             _, runs[name] = train_step.BUILDERS[framework](args, arrays, **overrides())
             runs[name](max(args.warmup, 1), 0)  # traces the step while the context holds
         times[name] = []
-    dense_2d(False)
     # Round robin, one step of each variant in turn, so a change in the machine's load
     # reaches every variant alike.
     for _ in range(args.steps):

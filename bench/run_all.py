@@ -1,6 +1,6 @@
 """Every benchmark in one run, peers side by side: bench/results/*.json, RESULTS.md, results.png.
 
-    python bench/run_all.py            # the full run (about 20 minutes on 2 cores)
+    python bench/run_all.py            # the full run (about 30 minutes on 2 cores)
     python bench/run_all.py --quick    # fewer steps and texts, "mini" only: checks the wiring
 
 Each measurement runs in a subprocess of its own (tf_keras and Keras 3 never share one,
@@ -8,7 +8,8 @@ and peak memory is per process), one after the other. Sections:
 
 - `peak`: this machine's float32 matmul FLOP/s (bench/matmul_peak.py);
 - `train`: fine-tuning and pretraining steps of ours, Model Garden and KerasHub, "mini"
-  (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py);
+  (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py), with TensorFlow's
+  default CPU kernels and with oneDNN's;
 - `ablations`: our step's variants, KerasHub with XLA (bench/ablations.py);
 - `memory`: peak RSS of a "base" batch-32 training process, `remat` off and on;
 - `inference`: raw text in, probabilities out, ours vs KerasHub (bench/inference.py),
@@ -42,6 +43,10 @@ TRAIN_SHAPES = {"mini": 32, "base": 8}
 PACKAGES = ("tensorflow", "tensorflow-text", "keras", "tf-keras", "tf-models-official",
             "keras-hub", "tokenizers", "ai-edge-litert")
 TARGETS = {"train": 1.3, "inference": 5.0, "packing": 1.5, "tokenizer": 3.0}
+# TensorFlow's oneDNN CPU kernels are off by default on CPUs without AVX-512 VNNI or AMX (this
+# machine's EPYC among them) and on with TF_ENABLE_ONEDNN_OPTS=1, which `kbc` sets. Every
+# framework's training step is timed both ways; the other sections run TensorFlow's default.
+KERNELS = {"default": None, "oneDNN": "1"}
 
 
 def shown(command):
@@ -50,14 +55,19 @@ def shown(command):
                     for c in map(str, command))
 
 
-def run(script, *args, out):
-    """Runs a bench script in its own process; its JSON result, or the error it ended with."""
+def run(script, *args, out, kernels="default"):
+    """Runs a bench script in its own process with TensorFlow's `kernels` (a key of
+    `KERNELS`); its JSON result, or the error it ended with."""
     command = [sys.executable, os.path.join(BENCH, script), *map(str, args)]
     if out:
         command += ["--out", os.path.join(common.RESULTS_DIR, out)]
-    print("$", shown(command[1:]), flush=True)
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if KERNELS[kernels]:
+        env["TF_ENABLE_ONEDNN_OPTS"] = KERNELS[kernels]
+    prefix = f"TF_ENABLE_ONEDNN_OPTS={KERNELS[kernels]} " if KERNELS[kernels] else ""
+    print("$", prefix + shown(command[1:]), flush=True)
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO, env=env)
     seconds = time.perf_counter() - start
     if done.returncode:
         lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
@@ -66,11 +76,11 @@ def run(script, *args, out):
         # Keras puts the cause on the line after "ValueError: Exception encountered...".
         error = " ".join(lines[found[-1]:found[-1] + 2])
         print(f"  failed after {seconds:.0f} s: {error}", flush=True)
-        return {"error": error, "command": command[1:]}
+        return {"error": error, "command": command[1:], "kernels": kernels}
     print(f"  {seconds:.0f} s", flush=True)
     # Our scripts print their result as a JSON line; the others write their own file.
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    return {**(json.loads(lines[-1]) if lines else {}), "wall_s": seconds}
+    return {**(json.loads(lines[-1]) if lines else {}), "wall_s": seconds, "kernels": kernels}
 
 
 def run_sections(sections, quick):
@@ -84,14 +94,15 @@ def run_sections(sections, quick):
         results["train"] = [
             run("train_step.py", "--framework", framework, "--task", task, "--preset", preset,
                 "--batch", TRAIN_SHAPES[preset], "--steps", steps[preset],
-                out=f"train_{framework}_{task}_{preset}.json")
-            for preset in presets for task in ("finetune", "pretrain")
+                out=f"train_{framework}_{task}_{preset}{'_onednn' * (kernels != 'default')}"
+                    ".json", kernels=kernels)
+            for kernels in KERNELS for preset in presets for task in ("finetune", "pretrain")
             for framework in FRAMEWORKS]
     if "ablations" in sections:
         results["ablations"] = run(
             "ablations.py", "--task", "pretrain", "--preset", "mini", "--steps", steps["mini"],
             "--only", "default", "jit", "argmax_accuracy", "full_last_layer", "keras_adamw",
-            "unfused", "dense_2d",
+            "unfused", "keras_dense",
             out=None)
     if "memory" in sections:
         shape = ("--preset", "mini", "--batch", 32) if quick else ("--preset", "base",
@@ -136,16 +147,20 @@ def ratios(results):
     """Each target's measured ratio: ours over the best peer (or packed over padded)."""
     found = {}
     rows = train_rows(results)
-    for task in ("finetune", "pretrain"):
-        for preset in TRAIN_SHAPES:
-            mine = [r for r in rows if (r["task"], r["preset"]) == (task, preset)]
-            ours = [r["sequences_per_s"] for r in mine if r["framework"] == "ours"]
-            peers = {r["framework"]: r["sequences_per_s"] for r in mine
-                     if r["framework"] != "ours"}
-            if ours and peers:
-                best = max(peers, key=peers.get)
-                found[f"train_{task}_{preset}"] = {
-                    "ratio": ours[0] / peers[best], "vs": best, "target": TARGETS["train"]}
+    for kernels in KERNELS:
+        for task in ("finetune", "pretrain"):
+            for preset in TRAIN_SHAPES:
+                mine = [r for r in rows
+                        if (r["task"], r["preset"], r["kernels"]) == (task, preset, kernels)]
+                ours = [r["sequences_per_s"] for r in mine if r["framework"] == "ours"]
+                peers = {r["framework"]: r["sequences_per_s"] for r in mine
+                         if r["framework"] != "ours"}
+                if ours and peers:
+                    best = max(peers, key=peers.get)
+                    name = f"train_{task}_{preset}" + (
+                        "" if kernels == "default" else f", {kernels}")
+                    found[name] = {"ratio": ours[0] / peers[best], "vs": best,
+                                   "target": TARGETS["train"]}
     inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
     if {"ours", "keras_hub"} <= set(inference):
         for kind in ("short", "long"):
@@ -248,15 +263,18 @@ def training_tables(results, peak):
              "vocabulary 30522; pretraining = masked LM (20 positions) + NSP. Each framework "
              "as its users run it: ours and KerasHub through `fit` (Keras leaves XLA off on "
              "a CPU-only machine), Model Garden through a `tf.function` step (XLA off on CPU, "
-             "its default). Median of the timed steps, after 2 warm-up steps.",
+             "its default). Median of the timed steps, after 2 warm-up steps. TF kernels: "
+             "`default` is TensorFlow's choice on this CPU (oneDNN off), `oneDNN` is "
+             "`TF_ENABLE_ONEDNN_OPTS=1`, for every framework alike (`kbc` sets it).",
              "",
-             "| task | preset | batch | framework | s/step | seq/s | tokens/s | GFLOP/s | "
-             "of peak | peak RSS MB |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "| TF kernels | task | preset | batch | framework | s/step | seq/s | tokens/s | "
+             "GFLOP/s | of peak | peak RSS MB |",
+             "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         share = f"{r['flops_per_s'] / peak:.0%}" if peak else "-"
         lines.append(
-            f"| {r['task']} | {r['preset']} | {r['batch']} | {FRAMEWORKS[r['framework']]} | "
+            f"| {r['kernels']} | {r['task']} | {r['preset']} | {r['batch']} | "
+            f"{FRAMEWORKS[r['framework']]} | "
             f"{r['median_s']:.3f} | {r['sequences_per_s']:.2f} | {r['tokens_per_s']:,.0f} | "
             f"{r['flops_per_s'] / 1e9:.1f} | {share} | {r['peak_rss_mb']:,.0f} |")
     lines += ["", "FLOPs per step, counted analytically (`bench/common.py: training_flops`): "
@@ -411,7 +429,7 @@ def chart(results, path):
 
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
     colors = {"ours": "tab:blue", "model_garden": "tab:orange", "keras_hub": "tab:green"}
-    rows = train_rows(results)
+    rows = [r for r in train_rows(results) if r["kernels"] == "default"]
     groups = [(t, p) for p in TRAIN_SHAPES for t in ("finetune", "pretrain")
               if any((r["task"], r["preset"]) == (t, p) for r in rows)]
     for i, framework in enumerate(FRAMEWORKS):
@@ -422,7 +440,7 @@ def chart(results, path):
     axes[0].set_xticks(range(len(groups)), [f"{t}\n{p}" for t, p in groups])
     axes[0].set_ylabel("training sequences/s")
     axes[0].set_yscale("log")
-    axes[0].set_title("Training step (seq 128)")
+    axes[0].set_title("Training step (seq 128, TF default kernels)")
     axes[0].legend(fontsize=8)
 
     inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}

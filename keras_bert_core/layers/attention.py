@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_core.layers.fused import FlatDense
+
 # Added to the scores of masked keys; large but finite, so fully masked rows stay NaN-free.
 MASK_PENALTY = -1e9
 
@@ -62,7 +64,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         width = num_heads * head_size
 
         def dense(name):
-            return keras.layers.Dense(
+            return FlatDense(
                 width, kernel_initializer=keras.initializers.TruncatedNormal(
                     stddev=initializer_range),
                 dtype=self.dtype_policy, name=name)

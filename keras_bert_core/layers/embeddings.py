@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from keras_bert_core.layers.fused import LayerNorm
+from keras_bert_core.layers.fused import FlatDense, LayerNorm
 
 
 def _truncated_normal(stddev):
@@ -68,7 +68,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None
         if self.table_size != hidden_size:
-            self.projection = keras.layers.Dense(
+            self.projection = FlatDense(
                 hidden_size, kernel_initializer=_truncated_normal(initializer_range),
                 dtype=self.dtype_policy, name="projection")
 

@@ -1,4 +1,5 @@
-"""GELU and LayerNorm, each one XLA kernel per direction while training on TensorFlow.
+"""Layers whose training ops fuse: GELU and LayerNorm as one XLA kernel per direction, and
+Dense layers whose matmul and bias run as one kernel.
 
 Without XLA, TensorFlow runs GELU and LayerNorm as chains of element-wise kernels (the tanh
 GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]` values; on a
@@ -114,3 +115,27 @@ class LayerNorm(keras.layers.LayerNormalization):
         outputs = _fused_layer_norm(self.epsilon)(
             *(keras.ops.cast(t, dtype) for t in (inputs, self.gamma, self.beta)))
         return keras.ops.cast(outputs, self.compute_dtype)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class FlatDense(keras.layers.Dense):
+    """`keras.layers.Dense` that runs its matmul and bias on `[rows, width]`.
+
+    On TensorFlow, Keras multiplies a `[batch, seq, width]` input through `tensordot`, whose
+    reshapes keep grappler from fusing the matmul with the bias add that follows. Flattening
+    the leading axes first lets both run as one kernel (3-5% of a BERT training step on
+    CPU). Same weights, arguments and results as `keras.layers.Dense`.
+
+    Example:
+    >>> import numpy as np
+    >>> dense = FlatDense(3)
+    >>> tuple(dense(np.ones((2, 5, 4), "float32")).shape)
+    (2, 5, 3)
+    """
+
+    def call(self, inputs, training=None):
+        if len(inputs.shape) == 2:
+            return super().call(inputs)
+        shape = keras.ops.shape(inputs)
+        flat = super().call(keras.ops.reshape(inputs, (-1, shape[-1])))
+        return keras.ops.reshape(flat, (*shape[:-1], self.units))

@@ -8,7 +8,7 @@ import keras
 from keras import ops
 
 from keras_bert_core.layers.attention import MASK_PENALTY
-from keras_bert_core.layers.fused import ACTIVATIONS, LayerNorm, activate
+from keras_bert_core.layers.fused import ACTIVATIONS, FlatDense, LayerNorm, activate
 
 
 def _truncated_normal(stddev):
@@ -74,7 +74,7 @@ class MaskedLMHead(keras.layers.Layer):
         if not hasattr(self.embeddings, "word_embeddings"):
             raise TypeError(f"{self.embeddings.name} has no `word_embeddings` table to tie to")
         vocab_size, table_size = self.embeddings.word_embeddings.shape
-        self.transform = keras.layers.Dense(
+        self.transform = FlatDense(
             table_size, kernel_initializer=_truncated_normal(self.initializer_range),
             dtype=self.dtype_policy, name="transform")
         self.layer_norm = LayerNorm(
@@ -194,7 +194,7 @@ class SpanLabelingHead(keras.layers.Layer):
     def __init__(self, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.dense = FlatDense(
             2, kernel_initializer=_truncated_normal(initializer_range),
             dtype=self.dtype_policy, name="dense")
 

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
-from keras_bert_core.layers.fused import ACTIVATIONS, LayerNorm, activate
+from keras_bert_core.layers.fused import ACTIVATIONS, FlatDense, LayerNorm, activate
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -71,9 +71,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
             initializer_range=self.initializer_range, dtype=policy, name="attention")
         self.attention_norm = LayerNorm(
             epsilon=self.layer_norm_eps, dtype="float32", name="attention_norm")
-        self.intermediate = keras.layers.Dense(
+        self.intermediate = FlatDense(
             self.intermediate_size, kernel_initializer=init, dtype=policy, name="intermediate")
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = FlatDense(
             width, kernel_initializer=init, dtype=policy, name="output")
         self.output_norm = LayerNorm(
             epsilon=self.layer_norm_eps, dtype="float32", name="output_norm")

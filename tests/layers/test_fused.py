@@ -1,4 +1,4 @@
-"""GELU and LayerNorm fused by XLA while training: same values and gradients as the plain ops."""
+"""Layers whose training ops fuse: same values and gradients as the plain Keras ones."""
 
 import keras
 import numpy as np
@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_core.layers import LayerNorm, fused
+from keras_bert_core.layers.fused import FlatDense
 
 
 def values_and_gradients(fn, inputs, upstream):
@@ -55,3 +56,22 @@ def test_layer_norm_keeps_mixed_precision_dtypes():
     trained, plain = norm(x, training=True), norm(x, training=False)
     assert trained.dtype == plain.dtype == "float16"
     np.testing.assert_allclose(np.asarray(trained), np.asarray(plain), atol=2e-3)
+
+
+def test_flat_dense_equals_keras_dense_on_any_rank():
+    rng = np.random.default_rng(3)
+    flat, plain = FlatDense(6, activation="tanh"), keras.layers.Dense(6, activation="tanh")
+    for layer in (flat, plain):
+        layer.build((None, 8))
+    plain.set_weights([rng.normal(size=(8, 6)), rng.normal(size=6)])
+    flat.set_weights(plain.get_weights())
+    for shape in [(2, 5, 8), (3, 8)]:
+        x = tf.constant(rng.normal(size=shape), tf.float32)
+        upstream = tf.constant(rng.normal(size=(*shape[:-1], 6)), tf.float32)
+        results = [values_and_gradients(layer, [x], upstream) for layer in (flat, plain)]
+        for a, b in zip(*results, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    # Unknown batch and sequence lengths, as in a traced training step.
+    traced = tf.function(flat, input_signature=[tf.TensorSpec([None, None, 8], tf.float32)])
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    np.testing.assert_allclose(traced(x), plain(x), rtol=1e-5, atol=1e-5)
