@@ -2,6 +2,8 @@
 
 import io
 import json
+import os
+import platform
 import shutil
 
 import keras
@@ -23,6 +25,21 @@ def test_kbc_alone_lists_every_command(kbc):
     result = kbc()
     assert result.code == 0
     assert all(name in result.out for name in COMMANDS)
+
+
+@pytest.mark.parametrize("user_value", [None, "0"])
+def test_training_commands_turn_on_onednn_kernels_unless_the_user_chose(
+        kbc, monkeypatch, tmp_path, user_value):
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    if user_value is None:
+        monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    else:
+        monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", user_value)
+    kbc("vocab", tmp_path / "missing.txt", "--output", tmp_path / "vocab.txt")
+    assert os.environ.get("TF_ENABLE_ONEDNN_OPTS") == user_value
+    # Set before the subcommand runs (here it stops at the missing file).
+    kbc("finetune", "--task", "classify", "--train", tmp_path / "missing.csv")
+    assert os.environ["TF_ENABLE_ONEDNN_OPTS"] == (user_value or "1")
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
