@@ -282,7 +282,11 @@ def training_tables(results, peak):
               "`+ 12 * L * T * H * B*T` (QK^T and probs*V) `+ 6 * (H^2 + 2H) * B` (pooler, "
               "2-way head) `+ 6 * (H^2 + H*V) * B*P` (masked-LM transform and tied decoder, "
               "pretraining only), i.e. 2 FLOPs per multiply-add, x3 for forward + backward; "
-              "gathers, LayerNorm, softmax, GELU and the optimizer are not counted."]
+              "gathers, LayerNorm, softmax, GELU and the optimizer are not counted. The "
+              "count is the same for every framework, so GFLOP/s compares time per step: "
+              "ours computes the last block at `[CLS]` (and the masked positions) only, "
+              "about 1/L less arithmetic than counted. `of peak` is of the `tf.matmul` peak "
+              "above, measured with TensorFlow's default kernels."]
     return lines
 
 

@@ -27,7 +27,7 @@ COMMANDS = {
 
 
 # TensorFlow leaves its oneDNN CPU kernels off on x86 CPUs without AVX-512 VNNI or AMX. There
-# BERT trains 10-20% faster with them on (bench/RESULTS.md), but one text at a time is
+# BERT training steps run 5-24% faster with them on (bench/RESULTS.md), but one text at a time is
 # predicted slower (1.4 -> 2.1 ms in `kbc demo`), so only the commands that train turn them on.
 TRAINING_COMMANDS = ("pretrain", "finetune", "demo")
 

@@ -3,8 +3,10 @@ made once per session and reused by the tests that read, export or continue them
 
 import dataclasses
 import json
+import os
 import pathlib
 import random
+from unittest import mock
 
 import pytest
 
@@ -29,7 +31,10 @@ def kbc(capsys):
     """Runs `kbc ARGS...` in this process; returns its exit code, stdout and stderr."""
 
     def run(*argv):
-        code = main([str(arg) for arg in argv])
+        # `kbc` sets TensorFlow's environment variables for the process it starts; here that
+        # is the test session, whose later subprocesses must not inherit them.
+        with mock.patch.dict(os.environ):
+            code = main([str(arg) for arg in argv])
         out, err = capsys.readouterr()
         return Result(code, out, err)
 
