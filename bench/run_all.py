@@ -24,6 +24,7 @@ A section that fails is reported as failed; the others still run.
 import argparse
 import datetime
 import importlib.metadata
+import itertools
 import json
 import os
 import re
@@ -46,7 +47,8 @@ TARGETS = {"train": 1.3, "inference": 5.0, "packing": 1.5, "tokenizer": 3.0}
 # TensorFlow's oneDNN CPU kernels are off by default on CPUs without AVX-512 VNNI or AMX (this
 # machine's EPYC among them) and on with TF_ENABLE_ONEDNN_OPTS=1, which `kbc` sets. Every
 # framework's training step is timed both ways; the other sections run TensorFlow's default.
-KERNELS = {"default": None, "oneDNN": "1"}
+# Kernels name -> (TF_ENABLE_ONEDNN_OPTS, suffix of the result files).
+KERNELS = {"default": (None, ""), "oneDNN": ("1", "_onednn")}
 
 
 def shown(command):
@@ -62,9 +64,11 @@ def run(script, *args, out, kernels="default"):
     if out:
         command += ["--out", os.path.join(common.RESULTS_DIR, out)]
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
-    if KERNELS[kernels]:
-        env["TF_ENABLE_ONEDNN_OPTS"] = KERNELS[kernels]
-    prefix = f"TF_ENABLE_ONEDNN_OPTS={KERNELS[kernels]} " if KERNELS[kernels] else ""
+    onednn, _ = KERNELS[kernels]
+    prefix = ""
+    if onednn:
+        env["TF_ENABLE_ONEDNN_OPTS"] = onednn
+        prefix = f"TF_ENABLE_ONEDNN_OPTS={onednn} "
     print("$", prefix + shown(command[1:]), flush=True)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO, env=env)
@@ -94,10 +98,9 @@ def run_sections(sections, quick):
         results["train"] = [
             run("train_step.py", "--framework", framework, "--task", task, "--preset", preset,
                 "--batch", TRAIN_SHAPES[preset], "--steps", steps[preset],
-                out=f"train_{framework}_{task}_{preset}{'_onednn' * (kernels != 'default')}"
-                    ".json", kernels=kernels)
-            for kernels in KERNELS for preset in presets for task in ("finetune", "pretrain")
-            for framework in FRAMEWORKS]
+                out=f"train_{framework}_{task}_{preset}{suffix}.json", kernels=kernels)
+            for kernels, (_, suffix) in KERNELS.items() for preset in presets
+            for task in ("finetune", "pretrain") for framework in FRAMEWORKS]
     if "ablations" in sections:
         results["ablations"] = run(
             "ablations.py", "--task", "pretrain", "--preset", "mini", "--steps", steps["mini"],
@@ -147,20 +150,17 @@ def ratios(results):
     """Each target's measured ratio: ours over the best peer (or packed over padded)."""
     found = {}
     rows = train_rows(results)
-    for kernels in KERNELS:
-        for task in ("finetune", "pretrain"):
-            for preset in TRAIN_SHAPES:
-                mine = [r for r in rows
-                        if (r["task"], r["preset"], r["kernels"]) == (task, preset, kernels)]
-                ours = [r["sequences_per_s"] for r in mine if r["framework"] == "ours"]
-                peers = {r["framework"]: r["sequences_per_s"] for r in mine
-                         if r["framework"] != "ours"}
-                if ours and peers:
-                    best = max(peers, key=peers.get)
-                    name = f"train_{task}_{preset}" + (
-                        "" if kernels == "default" else f", {kernels}")
-                    found[name] = {"ratio": ours[0] / peers[best], "vs": best,
-                                   "target": TARGETS["train"]}
+    for kernels, task, preset in itertools.product(KERNELS, ("finetune", "pretrain"),
+                                                   TRAIN_SHAPES):
+        mine = [r for r in rows
+                if (r["task"], r["preset"], r["kernels"]) == (task, preset, kernels)]
+        ours = [r["sequences_per_s"] for r in mine if r["framework"] == "ours"]
+        peers = {r["framework"]: r["sequences_per_s"] for r in mine if r["framework"] != "ours"}
+        if ours and peers:
+            best = max(peers, key=peers.get)
+            name = f"train_{task}_{preset}" + ("" if kernels == "default" else f", {kernels}")
+            found[name] = {"ratio": ours[0] / peers[best], "vs": best,
+                           "target": TARGETS["train"]}
     inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
     if {"ours", "keras_hub"} <= set(inference):
         for kind in ("short", "long"):
