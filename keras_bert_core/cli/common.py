@@ -175,21 +175,30 @@ def under_global_dtype_policy(encoder):
     return rebuilt
 
 
-@contextlib.contextmanager
-def training_scope(args):
-    """Seeds, then enters the `--strategy` scope under the `--mixed-precision` policy.
+def training_strategy(args):
+    """The `--strategy` strategy. Make it first: a multi-worker strategy must exist before any
+    TensorFlow op runs, reading the data included."""
+    from keras_bert_core.training import distribution_strategy
 
-    Yields the strategy; build models and optimizers inside.
+    if args.strategy == "multi_worker" and not args.run_dir:
+        # A default run directory is named by the clock, which differs between workers.
+        raise UserError("--strategy multi_worker needs --run-dir: the same folder on every "
+                        "worker, on storage they all see")
+    try:
+        return distribution_strategy(args.strategy, tpu_address=args.tpu_address)
+    except (ValueError, RuntimeError) as e:
+        raise UserError(str(e)) from None
+
+
+@contextlib.contextmanager
+def training_scope(args, strategy):
+    """Seeds, then enters `strategy`'s scope under the `--mixed-precision` policy.
+
+    Build models and optimizers inside.
     """
     import keras
 
-    from keras_bert_core.training import distribution_strategy
-
     keras.utils.set_random_seed(args.seed)
-    try:
-        strategy = distribution_strategy(args.strategy, tpu_address=args.tpu_address)
-    except (ValueError, RuntimeError) as e:
-        raise UserError(str(e)) from None
     previous = keras.config.dtype_policy()
     if args.mixed_precision:
         keras.config.set_dtype_policy(f"mixed_{args.mixed_precision}")

@@ -85,7 +85,11 @@ def _corpus(run):
 
 def _pretrain(run, args, size, corpus, vocab):
     from keras_bert_core.cli import pretrain
-    from keras_bert_core.cli.common import compile_for_training, training_scope
+    from keras_bert_core.cli.common import (
+        compile_for_training,
+        training_scope,
+        training_strategy,
+    )
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
     from keras_bert_core.models.pretrainer import BertPretrainer
@@ -97,7 +101,7 @@ def _pretrain(run, args, size, corpus, vocab):
     dataset = pretrain.pretraining_data(
         [corpus], BertTokenizer(vocab), args.seq_length, args.batch_size,
         max_predictions=round(0.15 * args.seq_length), seed=args.seed)
-    with training_scope(options):
+    with training_scope(options, training_strategy(options)):
         model = BertPretrainer(BertEncoder(config))
         compile_for_training(model, options,
                              size["pretrain_epochs"] * size["steps_per_epoch"])
@@ -118,7 +122,11 @@ def _pretrain(run, args, size, corpus, vocab):
 
 
 def _finetune(run, args, size, encoder, vocab, train, held_out):
-    from keras_bert_core.cli.common import compile_for_training, training_scope
+    from keras_bert_core.cli.common import (
+        compile_for_training,
+        training_scope,
+        training_strategy,
+    )
     from keras_bert_core.cli.finetune import finetune
     from keras_bert_core.cli.tasks import Classify
     from keras_bert_core.text import BertPreprocessor
@@ -129,7 +137,7 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
     preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length)
     dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                  seed=args.seed)
-    with training_scope(options):
+    with training_scope(options, training_strategy(options)):
         model = task.build_model(encoder)
         compile_for_training(model, options,
                              size["finetune_epochs"] * (rows // args.batch_size))

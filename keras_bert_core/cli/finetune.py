@@ -12,8 +12,9 @@ from keras_bert_core.cli.common import (
     read_vocab,
     say,
     training_scope,
+    training_strategy,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, claim_output, default_run_dir
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
 from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
 
 
@@ -99,8 +100,9 @@ def _load_data(args, task):
 def run(args):
     from keras_bert_core.text import BertPreprocessor
 
+    strategy = training_strategy(args)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")
-    claim_output(path, args.overwrite)
+    RunDirectory(path, strategy).claim(args.overwrite)  # before the slow part
     task = TASKS[args.task]({**data_settings(args), "seq_length": args.seq_length,
                              "lower_case": not args.cased})
     train, validation = _load_data(args, task)
@@ -113,12 +115,12 @@ def run(args):
     if steps_per_epoch == 0:
         raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
                         f"{args.batch_size}")
-    with training_scope(args):
+    with training_scope(args, strategy):
         encoder, source = build_encoder(args, vocab, vocab_path, args.checkpoint)
         model = task.build_model(encoder)
         compile_for_training(model, args, args.epochs * steps_per_epoch)
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
-    run_dir = RunDirectory.create(path, args.overwrite)
+    run_dir = RunDirectory.create(path, args.overwrite, strategy)
     run_dir.write_config(args, encoder.config, task.settings)
     run_dir.write_vocab(vocab)
     metrics = finetune(run_dir, task, model, train_dataset, args.epochs,

@@ -1,6 +1,7 @@
 """`kbc pretrain`: masked-LM + next-sentence pretraining from raw text or TFRecords."""
 
 import argparse
+import os
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
@@ -17,9 +18,10 @@ from keras_bert_core.cli.common import (
     read_vocab,
     say,
     training_scope,
+    training_strategy,
     under_global_dtype_policy,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, claim_output, default_run_dir
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
 
@@ -96,15 +98,14 @@ def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, verb
 def _resumed_arguments(args):
     if not args.run_dir:
         raise UserError("--resume needs --run-dir, the run to continue")
-    run = RunDirectory.open(args.run_dir)
-    saved = run.config()
+    saved = RunDirectory.open(args.run_dir).config()
     if saved["command"] != "pretrain":
         raise UserError(f"{args.run_dir} is a `kbc {saved['command']}` run, not a pretraining "
                         "run")
     # The run's own copy of the vocabulary; its model config replaces --checkpoint.
     arguments = {**saved["arguments"], "run_dir": args.run_dir, "resume": True,
-                 "vocab": run.file(VOCAB_FILE), "checkpoint": None}
-    return run, argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
+                 "vocab": os.path.join(args.run_dir, VOCAB_FILE), "checkpoint": None}
+    return argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
 
 
 def run(args):
@@ -115,19 +116,20 @@ def run(args):
     from keras_bert_core.text import BertTokenizer
 
     if args.resume:
-        run_dir, args, model_config = _resumed_arguments(args)
+        args, model_config = _resumed_arguments(args)
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
-    else:
-        path = args.run_dir or default_run_dir("pretrain")
-        claim_output(path, args.overwrite)
+    strategy = training_strategy(args)
+    run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
+    if not args.resume:
+        run_dir.claim(args.overwrite)  # before the slow part
     vocab_path = find_vocab(args.vocab, args.checkpoint)
     vocab = read_vocab(vocab_path)
     max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
     tokenizer = BertTokenizer(vocab, lower_case=not args.cased)
     dataset = pretraining_data(args.inputs, tokenizer, args.seq_length, args.batch_size,
                                max_predictions, args.whole_word_masking, args.seed)
-    with training_scope(args):
+    with training_scope(args, strategy):
         if args.resume:
             pretrainer = BertPretrainer(BertEncoder(BertConfig.from_dict(model_config)))
         elif args.checkpoint:
@@ -140,11 +142,12 @@ def run(args):
             pretrainer = BertPretrainer(build_encoder(args, vocab, vocab_path)[0])
         compile_for_training(pretrainer, args, args.epochs * args.steps_per_epoch)
     if not args.resume:
-        run_dir = RunDirectory.create(path, args.overwrite)
+        run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy)
         run_dir.write_config(args, pretrainer.encoder.config)
         run_dir.write_vocab(vocab)
     metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,
                     args.checkpoint_every)
-    say(f"pretrained {run_dir.path}: loss {metrics.get('loss', float('nan')):.3f}, "
-        f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.3f}")
+    if run_dir.chief:  # which logs the metrics
+        say(f"pretrained {run_dir.path}: loss {metrics['loss']:.3f}, "
+            f"MLM accuracy {metrics['mlm_accuracy']:.3f}")
     print(run_dir.path)

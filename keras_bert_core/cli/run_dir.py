@@ -9,8 +9,12 @@
                     written during `fit` by `keras_bert_core.training.training_callbacks`:
                     the backup `--resume` restarts from, weight checkpoints, TensorBoard
                     logs, and metrics every few steps and at every epoch end
+
+Under a multi-worker strategy every worker names the same folder, on storage they all see;
+only the chief writes these files (each worker keeps its own backup there).
 """
 
+import functools
 import json
 import math
 import os
@@ -52,11 +56,23 @@ def claim_output(path, overwrite=False, make_parent=False):
         os.makedirs(parent, exist_ok=True)
 
 
+def _chief_only(write):
+    """Makes `write` do nothing on the workers of a multi-worker run but the chief."""
+
+    @functools.wraps(write)
+    def chief_writes(self, *args, **kwargs):
+        return write(self, *args, **kwargs) if self.chief else None
+
+    return chief_writes
+
+
 class RunDirectory:
     """The folder of one training run (see the module docstring for its files).
 
     Args:
         path: the folder.
+        strategy: the strategy training runs under (default: the current one). On the
+            workers of a multi-worker strategy but the chief, the writes are skipped.
 
     Example:
     >>> import tempfile
@@ -66,26 +82,43 @@ class RunDirectory:
     {'accuracy': 0.9}
     """
 
-    def __init__(self, path):
+    def __init__(self, path, strategy=None):
         self.path = path
+        self.strategy = strategy
+
+    @property
+    def chief(self):
+        from keras_bert_core.training import worker_role
+
+        return worker_role(self.strategy)[0]
 
     @classmethod
-    def create(cls, path, overwrite=False):
-        """A new, empty run directory; an existing one only with `overwrite`."""
-        claim_output(path, overwrite)
-        os.makedirs(path)
-        return cls(path)
+    def create(cls, path, overwrite=False, strategy=None):
+        """A new, empty run directory; an existing one only with `overwrite` (see `claim`)."""
+        run = cls(path, strategy)
+        run.claim(overwrite)
+        if run.chief:
+            os.makedirs(path)
+        return run
+
+    def claim(self, overwrite=False):
+        """Checks that `create` can make the folder: an existing one is an error unless
+        `overwrite`, which removes it. Only the chief claims the folder: the other workers
+        write into the chief's, so they must leave it alone."""
+        if self.chief:
+            claim_output(self.path, overwrite)
 
     @classmethod
-    def open(cls, path):
+    def open(cls, path, strategy=None):
         """An existing run directory, as written by `create` and `write_config`."""
         if not os.path.isfile(os.path.join(path, CONFIG_FILE)):
             raise UserError(f"{path} is not a kbc run directory (it has no {CONFIG_FILE})")
-        return cls(path)
+        return cls(path, strategy)
 
     def file(self, name):
         return os.path.join(self.path, name)
 
+    @_chief_only
     def write_json(self, name, values):
         with open(self.file(name), "w", encoding="utf-8") as f:
             json.dump(values, f, indent=2)
@@ -117,10 +150,12 @@ class RunDirectory:
     def write_metrics(self, metrics):
         self.write_json(METRICS_FILE, metrics)
 
+    @_chief_only
     def write_vocab(self, tokens):
         with open(self.file(VOCAB_FILE), "w", encoding="utf-8") as f:
             f.writelines(token + "\n" for token in tokens)
 
+    @_chief_only
     def save_model(self, model):
         model.save(self.file(MODEL_FILE))
 
@@ -129,22 +164,24 @@ class RunDirectory:
         from keras_bert_core.training import training_callbacks
 
         return training_callbacks(self.path, checkpoint_every_epochs=checkpoint_every_epochs,
-                                  log_every_steps=log_every_steps)
+                                  log_every_steps=log_every_steps, strategy=self.strategy)
 
     def completed_epochs(self):
         from keras_bert_core.training import completed_epochs
 
-        return completed_epochs(self.path)
+        return completed_epochs(self.path, self.strategy)
 
     def epoch_metrics(self):
-        """The epoch-end records of `metrics.jsonl`, oldest first."""
+        """The epoch-end records of `metrics.jsonl`, oldest first (none on the workers but
+        the chief, which writes it)."""
         path = self.file("metrics.jsonl")
-        if not os.path.isfile(path):
+        if not self.chief or not os.path.isfile(path):
             return []
         with open(path, encoding="utf-8") as f:
             records = [json.loads(line) for line in f if line.strip()]
         return [r for r in records if r["event"] == "epoch"]
 
+    @_chief_only
     def plot_curves(self, title, path=None):
         """Draws every logged loss and accuracy against the training step into
         `curves.png` (or `path`); returns the file written, or None before any epoch."""

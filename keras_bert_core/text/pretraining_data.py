@@ -293,10 +293,17 @@ def _masked_training_batches(batches, masker, seed):
         }
         return x, y, sample_weight
 
+    # Under a multi-worker strategy every worker reads all the input and keeps its share of
+    # each batch: sharding by file (TensorFlow's choice for file sources) fails with fewer
+    # files than workers.
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA)
     return (
         tf.data.Dataset.zip(batches, _seed_stream(seed, 1))
         .map(arrange, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
+        .with_options(options)
     )
 
 

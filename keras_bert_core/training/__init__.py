@@ -6,6 +6,7 @@ from keras_bert_core.training.distribution import (
     KerasMultiWorkerMirroredStrategy,
     distribution_strategy,
     per_replica_batch_size,
+    worker_role,
 )
 from keras_bert_core.training.optimizer import (
     NO_WEIGHT_DECAY,
@@ -28,4 +29,5 @@ __all__ = [
     "distribution_strategy",
     "per_replica_batch_size",
     "training_callbacks",
+    "worker_role",
 ]

@@ -36,7 +36,8 @@ import json
 import os
 
 import keras
-import tensorflow as tf
+
+from keras_bert_core.training.distribution import worker_role
 
 
 class MetricsLogger(keras.callbacks.Callback):
@@ -122,13 +123,14 @@ def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
     Returns:
         A list of callbacks, `keras.callbacks.BackupAndRestore` first.
     """
-    strategy = strategy or tf.distribute.get_strategy()
-    is_chief, task = _task(strategy)
-    os.makedirs(run_dir, exist_ok=True)
+    is_chief, task = worker_role(strategy)
+    # Keras makes the backup folder at its first save, after the first step: every worker
+    # joins that step, so the chief has claimed the run directory by then.
     callbacks = [keras.callbacks.BackupAndRestore(
         _backup_dir(run_dir, task), save_freq="epoch", delete_checkpoint=delete_backup)]
     if not is_chief:
         return callbacks
+    os.makedirs(run_dir, exist_ok=True)
     if checkpoint_every_epochs:
         os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
         callbacks.append(_PeriodicCheckpoint(
@@ -148,28 +150,12 @@ def completed_epochs(run_dir, strategy=None):
         run_dir: the run's directory.
         strategy: the strategy training runs under; default: the current one.
     """
-    _, task = _task(strategy or tf.distribute.get_strategy())
+    _, task = worker_role(strategy)
     path = os.path.join(_backup_dir(run_dir, task), "training_metadata.json")
     if not os.path.exists(path):
         return 0
     with open(path, encoding="utf-8") as f:
         return json.load(f)["epoch"]
-
-
-def _task(strategy):
-    """(is this process the chief, its `type_index` name or None outside a cluster)."""
-    # TPUStrategy and the single-machine strategies run one Python process: the chief.
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        return True, None
-    resolver = strategy.cluster_resolver
-    cluster = resolver.cluster_spec().as_dict()
-    if not cluster or resolver.task_type is None:
-        return True, None
-    task_type, task_id = resolver.task_type, resolver.task_id or 0
-    # TF's convention: the chief, else worker 0 when the cluster names no chief.
-    is_chief = task_type == "chief" or (
-        task_type == "worker" and task_id == 0 and "chief" not in cluster)
-    return is_chief, f"{task_type}_{task_id}"
 
 
 def _backup_dir(run_dir, task):

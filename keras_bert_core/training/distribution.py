@@ -114,6 +114,34 @@ def distribution_strategy(name=None, tpu_address=None, num_gpus=None, devices=No
     raise ValueError(f"Unknown distribution strategy {name!r}; choose from {STRATEGIES}")
 
 
+def worker_role(strategy=None):
+    """`(is_chief, task)` of this process in `strategy`'s cluster.
+
+    `task` names the process as `"<type>_<index>"` (`"worker_1"`) under a multi-worker
+    strategy with a cluster, else None. The chief is the `chief` task, else worker 0 when the
+    cluster names no chief (TensorFlow's convention); the one process of any other strategy
+    (TPUStrategy included) is the chief. Only the chief should write a run's shared files.
+
+    Args:
+        strategy: the strategy; default: the current one.
+
+    Example:
+    >>> worker_role(distribution_strategy("one_device"))
+    (True, None)
+    """
+    strategy = strategy or tf.distribute.get_strategy()
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return True, None
+    resolver = strategy.cluster_resolver
+    cluster = resolver.cluster_spec().as_dict()
+    if not cluster or resolver.task_type is None:
+        return True, None
+    task_type, task_id = resolver.task_type, resolver.task_id or 0
+    is_chief = task_type == "chief" or (
+        task_type == "worker" and task_id == 0 and "chief" not in cluster)
+    return is_chief, f"{task_type}_{task_id}"
+
+
 def per_replica_batch_size(global_batch_size, strategy=None):
     """The examples each replica gets per step when `fit` splits a global batch.
 

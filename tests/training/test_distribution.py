@@ -3,7 +3,6 @@ and the XLA step on the helper's one-device path."""
 
 import json
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -15,9 +14,13 @@ from keras_bert_core.training import (
     distribution_strategy,
     per_replica_batch_size,
 )
-from tests.training.toys import run_script, toy_classifier, toy_dataset
-
-WORKER_TIMEOUT = 300
+from tests.training.toys import (
+    cluster_environments,
+    read_output,
+    run_script,
+    toy_classifier,
+    toy_dataset,
+)
 
 
 def test_default_and_one_device_strategies():
@@ -92,16 +95,6 @@ def test_a_train_step_compiles_with_xla_on_the_one_device_path():
     np.testing.assert_allclose(histories[1], histories[0], rtol=1e-5)
 
 
-def read_output(process, timeout=WORKER_TIMEOUT):
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except Exception:
-        process.kill()
-        raise
-    assert process.returncode == 0, output[-5000:]
-    return output
-
-
 @pytest.mark.slow
 def test_mirrored_two_replicas_match_one_device_step_for_step(tmp_path):
     result_path = os.path.join(tmp_path, "result.json")
@@ -123,26 +116,12 @@ def test_mirrored_two_replicas_match_one_device_step_for_step(tmp_path):
     assert np.all(np.isfinite(result["pretrainer_xla_losses"]))
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 @pytest.mark.slow
 def test_two_workers_train_with_fit_to_identical_weights(tmp_path):
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     run_dir = os.path.join(tmp_path, "run")
     results = [os.path.join(tmp_path, f"worker_{index}.json") for index in range(2)]
-    processes = [
-        run_script("multi_worker", 10 + index, run_dir, results[index], env={
-            "TF_CONFIG": json.dumps({"cluster": {"worker": workers},
-                                     "task": {"type": "worker", "index": index}})})
-        for index in range(2)]
+    processes = [run_script("multi_worker", 10 + index, run_dir, results[index], env=env)
+                 for index, env in enumerate(cluster_environments(2))]
     for process in processes:
         read_output(process)
     reports = []

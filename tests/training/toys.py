@@ -1,8 +1,10 @@
 """A tiny BERT classifier and a learnable toy dataset, shared by the training tests and the
-worker scripts they start (`python -m tests.training.<script>` from the repository root)."""
+worker scripts they start (`python -m tests.training.<script>` from the repository root),
+and the means to start such scripts as a cluster of workers on localhost."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -55,11 +57,40 @@ def write_result(path, **values):
 
 
 def run_script(module, *args, env=None, **popen_kwargs):
-    """Starts `python -m tests.training.<module> args...` from the repository root, quiet and
-    CPU-only, without the parent's TF_CONFIG; returns the `subprocess.Popen`."""
+    """Starts `python -m tests.training.<module> args...`; see `run_module`."""
+    return run_module(f"tests.training.{module}", *args, env=env, **popen_kwargs)
+
+
+def run_module(module, *args, env=None, **popen_kwargs):
+    """Starts `python -m <module> args...` from the repository root, quiet and CPU-only,
+    without the parent's TF_CONFIG; returns the `subprocess.Popen`."""
     environment = {key: value for key, value in os.environ.items() if key != "TF_CONFIG"}
     environment.update({"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", **(env or {})})
     return subprocess.Popen(
-        [sys.executable, "-m", f"tests.training.{module}", *map(str, args)], cwd=ROOT,
+        [sys.executable, "-m", module, *map(str, args)], cwd=ROOT,
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         **popen_kwargs)
+
+
+def read_output(process, timeout=300):
+    """The process's output once it has exited with status 0 (else the assertion fails)."""
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except Exception:
+        process.kill()
+        raise
+    assert process.returncode == 0, output[-5000:]
+    return output
+
+
+def cluster_environments(count):
+    """A `TF_CONFIG` environment for each of `count` workers on free localhost ports."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    workers = [f"127.0.0.1:{s.getsockname()[1]}" for s in sockets]
+    for s in sockets:
+        s.close()
+    return [{"TF_CONFIG": json.dumps({"cluster": {"worker": workers},
+                                      "task": {"type": "worker", "index": index}})}
+            for index in range(count)]
