@@ -85,7 +85,8 @@ def main():
         model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
     # Backups make the run resumable; under multi_worker only the chief writes logs.
     history = model.fit(dataset, epochs=epochs, verbose=2,
-                        callbacks=training_callbacks(args.run_dir, tensorboard=False))
+                        callbacks=training_callbacks(args.run_dir, tensorboard=False,
+                                                     strategy=strategy))
     print(f"accuracy {history.history['accuracy'][-1]:.2f}")
 
 

@@ -118,7 +118,8 @@ def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
         tensorboard: also write TensorBoard logs to `run_dir/logs`.
         delete_backup: delete the backup when `fit` completes. Kept by default, so running
             a finished job again resumes at its end and trains no further.
-        strategy: the strategy training runs under; default: the current one.
+        strategy: the strategy training runs under; default: the current one, so pass it
+            when calling this outside `strategy.scope()`.
 
     Returns:
         A list of callbacks, `keras.callbacks.BackupAndRestore` first.
