@@ -148,6 +148,6 @@ def run(args):
     metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,
                     args.checkpoint_every)
     if run_dir.chief:  # which logs the metrics
-        say(f"pretrained {run_dir.path}: loss {metrics['loss']:.3f}, "
-            f"MLM accuracy {metrics['mlm_accuracy']:.3f}")
+        say(f"pretrained {run_dir.path}: loss {metrics.get('loss', float('nan')):.3f}, "
+            f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.3f}")
     print(run_dir.path)

@@ -330,7 +330,8 @@ def pretraining_dataset(
     dropped), packed as `[CLS] A [SEP] B [SEP]` and masked. With a `seed` the whole
     stream is reproducible (TensorFlow combines op seeds with its global seed, so keep
     that fixed too), and each epoch (each new iterator) still draws new pairs and masks.
-    The dataset ends after one pass; add `.repeat()` for more.
+    The dataset ends after one pass; add `.repeat()` for more. Under a multi-worker
+    strategy every worker reads all the files and keeps its share of each batch.
 
     Args:
         files: a path or glob, or a list of them, of text files: one sentence per line,
@@ -473,7 +474,8 @@ def read_pretraining_tfrecords(
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as described in this module's
         docstring, with the sequence length the files were written with. One pass; add
-        `.repeat()` for more.
+        `.repeat()` for more. Under a multi-worker strategy every worker reads all the
+        shards and keeps its share of each batch.
 
     Example:
 
