@@ -29,7 +29,8 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
             `tokenize` (raw text in, encoder inputs out).
         static_shape: pad to `preprocessor.seq_length` (TFLite) instead of to the
             longest sequence of the batch, rounded up to a multiple of 8.
-        text_outputs: also answer what needs wordpiece offsets (answer text, words).
+        text_outputs: also answer what cuts the text (answer text, words); TFLite
+            cannot.
 
     Returns:
         `(module, concrete_functions)`, the latter a dict keyed by signature name.
@@ -47,8 +48,9 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         return answer(features)[1]
 
     def serving_default(texts):
-        features, offsets = task.encode(preprocessor, texts, static_shape, text_outputs)
+        features, offsets = task.encode(preprocessor, texts, static_shape)
         features, outputs = answer(features)
+        outputs.update(task.offset_outputs(outputs, features, offsets))
         if text_outputs:
             outputs.update(task.text_outputs(outputs, features, texts, offsets))
         return outputs

@@ -31,7 +31,9 @@ class ServingTask:
     """How one kind of model is served from raw text.
 
     Subclasses define `outputs` (answers from the encoder features alone, as the ids
-    signature gives them) and may define `text_outputs` (answers that need the text too).
+    signature gives them) and may define `offset_outputs` (answers located in the text by
+    the wordpieces' byte offsets, computed with TFLite builtin ops) and `text_outputs`
+    (answers that cut the text itself, SavedModel only: TFLite has no string slicing).
 
     Args:
         pairs: the texts come in pairs, inputs `text_a` and `text_b`, packed into one row.
@@ -63,8 +65,8 @@ class ServingTask:
 
     def encode(self, preprocessor, texts, static_shape, with_offsets=True):
         """Encoder features of `texts` (a dict keyed by `text_inputs`), and the wordpiece
-        offsets `text_outputs` needs (None for tasks without text outputs, or if not
-        `with_offsets`)."""
+        offsets `offset_outputs` and `text_outputs` need (None for tasks without such
+        outputs, or if not `with_offsets`)."""
         segments = tuple(texts[name] for name in self.text_inputs)
         features = preprocessor(segments if len(segments) > 1 else segments[0],
                                 static_shape=static_shape)
@@ -72,6 +74,9 @@ class ServingTask:
 
     def outputs(self, model_outputs, features):
         raise NotImplementedError
+
+    def offset_outputs(self, outputs, features, offsets):
+        return {}
 
     def text_outputs(self, outputs, features, texts, offsets):
         return {}
@@ -255,15 +260,18 @@ class SpanQuestionAnswering(ServingTask):
                               start_logits[:, 0] + end_logits[:, 0]),
         }
 
-    def text_outputs(self, outputs, features, texts, offsets):
+    def offset_outputs(self, outputs, features, offsets):
         starts, ends = offsets
         # Context piece k sits at `first + k`, right after the question's [SEP].
         first = tf.argmax(features["segment_ids"], axis=1, output_type=tf.int32)
         found = outputs["start_index"] > 0
         begin = tf.where(found, _offset_at(starts, outputs["start_index"] - first), 0)
         end = tf.where(found, _offset_at(ends, outputs["end_index"] - first), 0)
-        return {"answer": tf.strings.substr(texts["context"], begin, end - begin),
-                "answer_start": begin, "answer_end": end}
+        return {"answer_start": begin, "answer_end": end}
+
+    def text_outputs(self, outputs, features, texts, offsets):
+        begin, end = outputs["answer_start"], outputs["answer_end"]
+        return {"answer": tf.strings.substr(texts["context"], begin, end - begin)}
 
 
 class TokenTagging(ServingTask):
@@ -308,30 +316,30 @@ class TokenTagging(ServingTask):
             outputs["tag_names"] = tf.gather(tf.constant(self.label_names), tags)
         return outputs
 
-    def text_outputs(self, outputs, features, texts, offsets):
+    def offset_outputs(self, outputs, features, offsets):
         starts, ends = offsets
-        token_ids = features["token_ids"]
-        width = tf.shape(token_ids)[1]
         word_start = outputs["word_start"] > 0
         continues = self._in_word(features) & ~word_start
         word_end = self._in_word(features) & ~tf.concat(
             [continues[:, 1:], tf.zeros_like(continues[:, :1])], axis=1)
         # Piece k of the text sits at position k + 1, after [CLS].
-        begin = tf.ragged.boolean_mask(_at_positions(starts, width), word_start)
-        end = tf.ragged.boolean_mask(_at_positions(ends, width), word_end)
-        text = tf.gather(texts["text"], begin.value_rowids())
-        words = begin.with_flat_values(
-            tf.strings.substr(text, begin.flat_values, end.flat_values - begin.flat_values))
-        word_tags = tf.ragged.boolean_mask(outputs["tags"], word_start)
-        shape = tf.shape(token_ids)
-        result = {"tokens": tf.gather(tf.constant(self.vocabulary), token_ids),
-                  "words": words.to_tensor("", shape=shape),
-                  "word_tags": word_tags.to_tensor(-1, shape=shape)}
+        piece = tf.range(tf.shape(word_start)[1])[tf.newaxis, :] - 1
+        word_tags = _left_align(outputs["tags"], word_start, -1)
+        result = {"word_begin": _left_align(_offset_at(starts, piece), word_start, 0),
+                  "word_end": _left_align(_offset_at(ends, piece), word_end, 0),
+                  "word_tags": word_tags}
         if self.label_names is not None:
-            names = tf.gather(tf.constant(self.label_names), word_tags.flat_values)
-            result["word_tag_names"] = word_tags.with_flat_values(names).to_tensor(
-                "", shape=shape)
+            # "" for no word: the last name (TFLite selects no strings, but gathers them).
+            names = tf.constant([*self.label_names, ""])
+            result["word_tag_names"] = tf.gather(
+                names, tf.where(word_tags >= 0, word_tags, len(self.label_names)))
         return result
+
+    def text_outputs(self, outputs, features, texts, offsets):
+        begin, end = outputs["word_begin"], outputs["word_end"]
+        text = tf.broadcast_to(texts["text"][:, tf.newaxis], tf.shape(begin))
+        return {"tokens": tf.gather(tf.constant(self.vocabulary), features["token_ids"]),
+                "words": tf.strings.substr(text, begin, end - begin)}
 
     def _in_word(self, features):
         token_ids = features["token_ids"]
@@ -414,14 +422,25 @@ def _check_model_and_preprocessor(model, preprocessor):
 
 
 def _offset_at(offsets, piece_index):
-    """`offsets[b, piece_index[b]]` as int32, 0 where the index is out of range."""
-    dense = tf.pad(tf.cast(offsets.to_tensor(), tf.int32), [[0, 0], [0, 1]])
-    index = tf.clip_by_value(piece_index, 0, tf.shape(dense)[1] - 1)
-    return tf.gather(dense, index[:, tf.newaxis], batch_dims=1)[:, 0]
+    """`offsets[b, piece_index[b, ...]]` as int32, 0 where the index is out of range; flat
+    index arithmetic, which TFLite's builtin ops can do (a ragged-to-dense conversion
+    cannot)."""
+    splits = tf.cast(offsets.row_splits, tf.int32)
+    per_row = [-1] + [1] * (piece_index.shape.rank - 1)
+    row_start = tf.reshape(splits[:-1], per_row)
+    row_length = tf.reshape(splits[1:], per_row) - row_start
+    inside = (piece_index >= 0) & (piece_index < row_length)
+    values = tf.pad(tf.cast(offsets.flat_values, tf.int32), [[0, 1]])  # never empty
+    return tf.where(inside, tf.gather(values, row_start + tf.where(inside, piece_index, 0)), 0)
 
 
-def _at_positions(offsets, width):
-    """Single-segment piece offsets [batch, (pieces)] moved to token positions [batch, width]:
-    piece k to position k + 1; other positions hold 0 or offsets of cut pieces."""
-    dense = tf.cast(offsets.to_tensor(), tf.int32)
-    return tf.pad(dense, [[0, 0], [1, width]])[:, :width]
+def _left_align(values, keep, fill):
+    """The `values` [batch, width] where `keep`, moved to the front of their row in order,
+    `fill` after them (TFLite builtin ops)."""
+    shape = tf.shape(values)
+    slot = tf.cumsum(tf.cast(keep, tf.int32), axis=1, exclusive=True)
+    slot = tf.where(keep, slot, shape[1])  # the others land in a column cut off below
+    rows = tf.broadcast_to(tf.range(shape[0])[:, tf.newaxis], shape)
+    scattered = tf.scatter_nd(tf.stack([rows, slot], axis=-1), values - fill,
+                              shape + tf.constant([0, 1]))
+    return scattered[:, :-1] + fill

@@ -28,9 +28,10 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     signature `predict_ids` takes int32 `token_ids`, `segment_ids`, `padding_mask`
     `[batch, seq_length]`.
 
-    Outputs are those of `export_saved_model` but the ones that need wordpiece offsets
-    (a span labeler's `answer` text, a token classifier's `words`), as TFLite cannot yet
-    compute them; `start_index`/`end_index` and `word_start` locate them in the tokens.
+    Outputs are those of `export_saved_model` but the strings cut from the text (a span
+    labeler's `answer`, a token classifier's `tokens` and `words`), as TFLite has no string
+    slicing: `answer_start`/`answer_end` and `word_begin`/`word_end` locate them in the
+    text's UTF-8 bytes.
 
     The file holds only TFLite builtin ops and the tf.text custom ops that
     `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers (no Flex ops); an app

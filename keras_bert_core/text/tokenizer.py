@@ -223,7 +223,10 @@ class BertTokenizer(keras.layers.Layer):
         Returns:
             `(token_ids, start_offsets, end_offsets)`: ragged [batch, (wordpieces)] tensors;
             `inputs[i][start:end]` (in bytes) is the input text a wordpiece comes from, the
-            span of its word for `[UNK]`. Types are int32, int64, int64.
+            span of its word for `[UNK]`. Types are int32, int64, int64. TFLite-compatible,
+            a piece ends where the next character that normalization keeps begins, so the
+            characters it removes right after a piece (accent marks, zero-width and control
+            characters) are inside; its offsets need only TFLite builtin ops.
         """
         text, single = _as_batch(inputs)
         if single:
@@ -257,25 +260,26 @@ class BertTokenizer(keras.layers.Layer):
         return token_ids.with_flat_values(word_ids)
 
     def _tflite_pipeline_with_offsets(self, text):
-        normalized, offset_map = self._normalizer.normalize_with_offsets(text)
+        # TFLite builtin ops only (flat index arithmetic, no ragged gathers or string ops),
+        # so exported TFLite models can locate answers and words in their input.
+        normalized, input_offsets = self._normalizer.normalize_with_offsets(text)
         ids, starts, ends = self._text_wordpiece.tokenize_with_offsets(normalized)
-        # The map gives the input byte of each normalized byte. A piece spans from the input
-        # character of its first byte to the end of the input character of its last byte.
-        offset_map = tf.cast(offset_map, tf.int64)
-        starts = tf.gather(offset_map, tf.cast(starts, tf.int64), batch_dims=1)
-        last_bytes = tf.gather(offset_map, tf.cast(ends, tf.int64) - 1, batch_dims=1)
-        # Input character boundaries, as positions in the concatenation of the batch's texts.
-        lengths = tf.cast(tf.strings.length(text), tf.int64)
-        row_offsets = tf.cumsum(lengths, exclusive=True)
-        _, char_starts = tf.strings.unicode_decode_with_offsets(text, "UTF-8", errors="replace")
-        boundaries = tf.concat(
-            [(char_starts + row_offsets[:, tf.newaxis]).flat_values, [tf.reduce_sum(lengths)]], 0
-        )
-        piece_offsets = tf.gather(row_offsets, last_bytes.value_rowids())
-        next_char = tf.searchsorted(
-            boundaries, last_bytes.flat_values + piece_offsets, "right", out_type=tf.int64
-        )
-        ends = last_bytes.with_flat_values(tf.gather(boundaries, next_char) - piece_offsets)
+        # Per row, `input_offsets` gives the input byte of each normalized byte's character,
+        # then the input length. In the flat map, a run of equal values is one input
+        # character; the next run starts at the next character normalization keeps.
+        offsets = tf.cast(input_offsets.flat_values, tf.int64)
+        size = tf.shape(offsets, tf.int64)
+        previous = tf.pad(offsets, [[1, 0]], constant_values=-1)[:-1]
+        row_start = _count_at(input_offsets.row_splits[:-1], size[0]) > 0
+        new_run = (offsets != previous) | row_start
+        run = tf.cumsum(tf.cast(new_run, tf.int64)) - 1
+        run_start = tf.scatter_nd(run[:, tf.newaxis], tf.where(new_run, offsets, 0), size)
+        # A piece runs from the character of its first byte to the next kept character.
+        row_base = tf.gather(input_offsets.row_splits, _row_ids(starts.row_splits))
+        first = row_base + tf.cast(starts.flat_values, tf.int64)
+        last = row_base + tf.cast(ends.flat_values, tf.int64) - 1
+        starts = starts.with_flat_values(tf.gather(offsets, first))
+        ends = ends.with_flat_values(tf.gather(run_start, tf.gather(run, last) + 1))
         return ids, starts, ends
 
     def _normalize_characters(self, chars):
@@ -455,6 +459,17 @@ def _row_ids(row_splits):
 def _char_at(char_offsets, byte_offsets):
     """Index of the character that holds each byte, given the characters' first bytes."""
     return tf.searchsorted(char_offsets, byte_offsets, "right", out_type=tf.int64) - 1
+
+
+def _count_at(positions, size):
+    """How many of `positions` equal each of `0 .. size - 1` (builtin ops: TFLite has them)."""
+    capped = tf.minimum(positions, size)[:, tf.newaxis]  # `size` itself is counted, then cut
+    return tf.scatter_nd(capped, tf.ones_like(positions), tf.reshape(size + 1, [1]))[:-1]
+
+
+def _row_ids(row_splits):
+    """The row of each value, like `RaggedTensor.value_rowids` but without `RaggedRange`."""
+    return tf.cumsum(_count_at(row_splits[1:-1], row_splits[-1]))
 
 
 def _keep_static_batch_size(ragged, text):

@@ -184,7 +184,9 @@ def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, prepro
     on_device = runner.run(qa, {"question": questions, "context": contexts})
     served = _run(task_signatures["qa"]["serving_default"], question=questions,
                   context=contexts)
-    for name in ("start_index", "end_index"):
+    # The answer's byte offsets too: a phone app cuts the answer from the context itself.
+    assert (on_device["answer_end"] > on_device["answer_start"]).all()
+    for name in ("start_index", "end_index", "answer_start", "answer_end"):
         np.testing.assert_array_equal(on_device[name], served[name])
     np.testing.assert_allclose(on_device["score"], served["score"], atol=1e-4)
 
@@ -193,5 +195,12 @@ def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, prepro
     on_device = runner.run(tagger, {"text": TAGGED})
     served = _run(task_signatures["tagger"]["serving_default"], text=TAGGED)
     width = served["tags"].shape[1]
-    for name in ("tags", "word_start", "tag_names"):
-        np.testing.assert_array_equal(on_device[name][:, :width], served[name])
+    for name in ("tags", "word_start", "tag_names", "word_begin", "word_end", "word_tags",
+                 "word_tag_names"):
+        np.testing.assert_array_equal(on_device[name][:, :width], served[name], err_msg=name)
+    # The words, cut by the app from the text's bytes.
+    for row, text in enumerate(TAGGED):
+        raw = text.encode()
+        words = [raw[b:e] for b, e in zip(on_device["word_begin"][row],
+                                         on_device["word_end"][row], strict=True) if e > b]
+        assert words == [w for w in served["words"][row] if w]

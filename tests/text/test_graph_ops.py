@@ -100,13 +100,14 @@ def test_ops_outside_the_allowlists_are_reported():
     )
 
 
-def test_tflite_tokenizer_runs_in_litert_with_the_tf_ids(vocab_file, corpus):
+def test_tflite_tokenizer_runs_in_litert_with_the_tf_ids_and_offsets(vocab_file, corpus):
     tokenizer = BertTokenizer(vocab_file, tflite_compatible=True)
 
     @tf.function(input_signature=[STRINGS])
     def tokenize(text):
-        ids = tokenizer(text)
-        return {"ids": ids.flat_values, "row_splits": ids.row_splits}
+        ids, starts, ends = tokenizer.tokenize_with_offsets(text)
+        return {"ids": ids.flat_values, "row_splits": ids.row_splits,
+                "starts": starts.flat_values, "ends": ends.flat_values}
 
     content = to_tflite(tokenize, tokenizer)
     op_types = tflite_op_types(content)
@@ -118,8 +119,8 @@ def test_tflite_tokenizer_runs_in_litert_with_the_tf_ids(vocab_file, corpus):
         batch = corpus[i : i + 1000]
         ours = run(text=np.array(batch, dtype=object))
         expected = tokenize(tf.constant(batch))
-        np.testing.assert_array_equal(ours["ids"], expected["ids"].numpy())
-        np.testing.assert_array_equal(ours["row_splits"], expected["row_splits"].numpy())
+        for name, values in expected.items():
+            np.testing.assert_array_equal(ours[name], values.numpy(), err_msg=name)
 
 
 def test_tflite_preprocessor_packs_pairs_like_tf(vocab_file, corpus):

@@ -133,16 +133,18 @@ def test_offsets_locate_wordpieces_in_the_input():
 
 def test_tflite_compatible_offsets_span_input_characters(vocab_file):
     tokenizer = BertTokenizer(vocab_file, tflite_compatible=True)
-    text = "Opéned 군 كَ x"
+    text = "Opéned 군 كَ x\u200b y"
     ids, starts, ends = tokenizer.tokenize_with_offsets([text])
     raw = text.encode("utf-8")
     pieces = [raw[s:e].decode("utf-8")
               for s, e in zip(starts[0].numpy(), ends[0].numpy(), strict=True)]
-    # The pieces of a decomposed syllable share its span; removed accents stay outside.
+    # The pieces of a decomposed syllable share its span; a piece runs to the next character
+    # normalization keeps, so the removed vowel mark after "ك" and the zero-width space
+    # after "x" are inside.
     assert [tokenizer.id_to_token(i) for i in ids[0].numpy()] == [
-        "opened", "ᄀ", "##ᅮ", "##ᆫ", "ك", "x"
+        "opened", "ᄀ", "##ᅮ", "##ᆫ", "ك", "x", "y"
     ]
-    assert pieces == ["Opéned", "군", "군", "군", "ك", "x"]
+    assert pieces == ["Opéned", "군", "군", "군", "كَ", "x\u200b", "y"]
 
 
 def test_tflite_compatible_pipeline_differs_as_documented(vocab_file, reference):
