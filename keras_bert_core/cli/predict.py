@@ -99,7 +99,21 @@ def _tflite_answers(path, input_path):
     # The interpreter answers one text (one row) per call, as on a phone.
     for request in progress(_export_requests(input_path, names), title="predicting"):
         outputs = runner(**{name: np.array([request[name]], dtype=object) for name in names})
-        yield {name: _json_ready(value[0]) for name, value in sorted(outputs.items())}
+        answer = {name: _json_ready(value[0]) for name, value in outputs.items()}
+        yield dict(sorted(_cut_from_text(request, answer).items()))
+
+
+def _cut_from_text(request, answer):
+    """Adds the strings a SavedModel cuts from the text (`answer`, `words`), which TFLite
+    cannot, from the byte offsets the file answers, as an app does."""
+    if "answer_start" in answer:
+        context = request["context"].encode("utf-8")
+        answer["answer"] = _json_ready(context[answer["answer_start"]:answer["answer_end"]])
+    if "word_begin" in answer:
+        text = request["text"].encode("utf-8")
+        answer["words"] = [_json_ready(text[begin:end]) for begin, end in
+                           zip(answer["word_begin"], answer["word_end"], strict=True)]
+    return answer
 
 
 def answers(args):

@@ -5,6 +5,7 @@ import io
 import json
 import os
 import platform
+import re
 import shutil
 
 import keras
@@ -192,6 +193,40 @@ def test_finetune_evaluate_and_predict_every_task(kbc, task, pretrain_run, tmp_p
         assert len(answers) == num_examples
     if task == "ner":
         assert all(len(a["words"]) == len(a["tags"]) for a in answers)
+    if task in ("squad", "ner"):
+        _check_tflite_answers_are_cut_from_the_text(kbc, task, run_dir, data, tmp_path)
+
+
+def _check_tflite_answers_are_cut_from_the_text(kbc, task, run_dir, data, tmp_path):
+    """A .tflite file gives byte offsets; `kbc predict` cuts the strings from the text."""
+    exported = kbc("export", run_dir, "--output", tmp_path / "export",
+                   "--tflite-variants", "float32")
+    assert exported.code == 0, exported.err
+    if task == "squad":
+        requests = [{"question": qa["question"], "context": paragraph["context"]}
+                    for article in json.loads(data.read_text())["data"]
+                    for paragraph in article["paragraphs"] for qa in paragraph["qas"]][:3]
+    else:
+        sentences = [s for s in data.read_text().strip().split("\n\n")
+                     if not s.startswith("-DOCSTART-")][:3]
+        requests = [{"text": " ".join(line.split()[0] for line in sentence.splitlines())}
+                    for sentence in sentences]
+    path = tmp_path / "requests.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    predicted = kbc("predict", tmp_path / "export" / "model.tflite", "--input", path)
+    assert predicted.code == 0, predicted.err
+    answers = json_lines(predicted.out)
+    assert len(answers) == len(requests)
+    for request, answer in zip(requests, answers, strict=True):
+        if task == "squad":
+            context = request["context"].encode()
+            assert answer["answer"] == context[
+                answer["answer_start"]:answer["answer_end"]].decode()
+            assert answer["answer"] and answer["answer"] in request["context"]
+        else:
+            # BERT's words: punctuation stands alone.
+            assert [w for w in answer["words"] if w] == re.findall(r"\w+|[^\w\s]",
+                                                                  request["text"])
 
 
 def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_run, tmp_path):
