@@ -446,16 +446,6 @@ def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
 
 
-def _row_ids(row_splits):
-    """Row of each value: RaggedTensor.value_rowids without its [rows, longest row] mask."""
-    num_values = row_splits[-1]
-    # Each row start (after the first) adds one; an empty row shares its start with the next.
-    boundaries = tf.math.unsorted_segment_sum(
-        tf.ones_like(row_splits[1:-1]), row_splits[1:-1], num_values + 1
-    )
-    return tf.cumsum(boundaries[:-1])
-
-
 def _char_at(char_offsets, byte_offsets):
     """Index of the character that holds each byte, given the characters' first bytes."""
     return tf.searchsorted(char_offsets, byte_offsets, "right", out_type=tf.int64) - 1
@@ -468,7 +458,9 @@ def _count_at(positions, size):
 
 
 def _row_ids(row_splits):
-    """The row of each value, like `RaggedTensor.value_rowids` but without `RaggedRange`."""
+    """Row of each value: `RaggedTensor.value_rowids` without its [rows, longest row] mask
+    or `RaggedRange` (TFLite has neither)."""
+    # Each row start (after the first) adds one; an empty row shares its start with the next.
     return tf.cumsum(_count_at(row_splits[1:-1], row_splits[-1]))
 
 
