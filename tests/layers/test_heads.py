@@ -52,6 +52,24 @@ def test_masked_lm_head_decodes_with_the_tied_table_at_masked_positions_only():
     assert not np.allclose(np.asarray(head(STATES, POSITIONS)), logits)
 
 
+def test_masked_lm_head_trains_the_table_without_transposing_it():
+    import tensorflow as tf
+
+    head = MaskedLMHead(embeddings())
+    table = head.embeddings.word_embeddings
+
+    @tf.function
+    def table_gradient(states):
+        with tf.GradientTape() as tape:
+            logits = head(states)
+        return tape.gradient(logits, table.value)
+
+    graph = table_gradient.get_concrete_function(tf.constant(STATES[:, :3])).graph
+    # A transpose of the table, or of its [vocab, width] gradient, costs a pass over both.
+    assert "Transpose" not in {op.type for op in graph.get_operations()}
+    assert table_gradient(tf.constant(STATES[:, :3])).shape == table.shape
+
+
 def test_masked_lm_head_maps_down_to_factorized_embeddings():
     head = MaskedLMHead(embeddings(embedding_size=8))
     assert tuple(head(STATES, POSITIONS).shape) == (2, 3, 50)
