@@ -8,8 +8,8 @@ and peak memory is per process), one after the other. Sections:
 
 - `peak`: this machine's float32 matmul FLOP/s (bench/matmul_peak.py);
 - `train`: fine-tuning and pretraining steps of ours, Model Garden and KerasHub, "mini"
-  (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py), with TensorFlow's
-  default CPU kernels and with oneDNN's;
+  (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py), in TensorFlow's
+  default environment and in the one `kbc` sets for training;
 - `ablations`: our step's variants, KerasHub with XLA (bench/ablations.py);
 - `memory`: peak RSS of a "base" batch-32 training process, `remat` off and on;
 - `inference`: raw text in, probabilities out, ours vs KerasHub (bench/inference.py),
@@ -36,6 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 
+from keras_bert_core.cli import training_environment  # noqa: E402
+
 BENCH = os.path.join(common.REPO, "bench")
 SECTIONS = ("peak", "train", "ablations", "memory", "inference", "tokenizer", "packing")
 FRAMEWORKS = {"ours": "keras_bert_core", "model_garden": "Model Garden (tf-models-official)",
@@ -44,11 +46,11 @@ TRAIN_SHAPES = {"mini": 32, "base": 8}
 PACKAGES = ("tensorflow", "tensorflow-text", "keras", "tf-keras", "tf-models-official",
             "keras-hub", "tokenizers", "ai-edge-litert")
 TARGETS = {"train": 1.3, "inference": 5.0, "packing": 1.5, "tokenizer": 3.0}
-# TensorFlow's oneDNN CPU kernels are off by default on CPUs without AVX-512 VNNI or AMX (this
-# machine's EPYC among them) and on with TF_ENABLE_ONEDNN_OPTS=1, which `kbc` sets. Every
-# framework's training step is timed both ways; the other sections run TensorFlow's default.
-# Kernels name -> (TF_ENABLE_ONEDNN_OPTS, suffix of the result files).
-KERNELS = {"default": (None, ""), "oneDNN": ("1", "_onednn")}
+# Every framework's training step runs in TensorFlow's default environment (on this machine's
+# EPYC: Eigen kernels, tensors from malloc) and in the one `kbc` sets for training (oneDNN
+# kernels, the BFC allocator); the other sections run TensorFlow's default.
+# Environment name -> (its variables, suffix of the result files).
+ENVIRONMENTS = {"default": ({}, ""), "kbc": (training_environment("x86_64"), "_kbc")}
 
 
 def shown(command):
@@ -57,18 +59,16 @@ def shown(command):
                     for c in map(str, command))
 
 
-def run(script, *args, out, kernels="default"):
-    """Runs a bench script in its own process with TensorFlow's `kernels` (a key of
-    `KERNELS`); its JSON result, or the error it ended with."""
+def run(script, *args, out, environment="default"):
+    """Runs a bench script in its own process in TensorFlow's `environment` (a key of
+    `ENVIRONMENTS`); its JSON result, or the error it ended with."""
     command = [sys.executable, os.path.join(BENCH, script), *map(str, args)]
     if out:
         command += ["--out", os.path.join(common.RESULTS_DIR, out)]
-    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
-    onednn, _ = KERNELS[kernels]
-    prefix = ""
-    if onednn:
-        env["TF_ENABLE_ONEDNN_OPTS"] = onednn
-        prefix = f"TF_ENABLE_ONEDNN_OPTS={onednn} "
+    chosen, _ = ENVIRONMENTS[environment]
+    env = {k: v for k, v in os.environ.items() if k not in ENVIRONMENTS["kbc"][0]}
+    env.update(chosen)
+    prefix = "".join(f"{name}={value} " for name, value in chosen.items())
     print("$", prefix + shown(command[1:]), flush=True)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO, env=env)
@@ -80,11 +80,12 @@ def run(script, *args, out, kernels="default"):
         # Keras puts the cause on the line after "ValueError: Exception encountered...".
         error = " ".join(lines[found[-1]:found[-1] + 2])
         print(f"  failed after {seconds:.0f} s: {error}", flush=True)
-        return {"error": error, "command": command[1:], "kernels": kernels}
+        return {"error": error, "command": command[1:], "environment": environment}
     print(f"  {seconds:.0f} s", flush=True)
     # Our scripts print their result as a JSON line; the others write their own file.
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    return {**(json.loads(lines[-1]) if lines else {}), "wall_s": seconds, "kernels": kernels}
+    return {**(json.loads(lines[-1]) if lines else {}), "wall_s": seconds,
+            "environment": environment}
 
 
 def run_sections(sections, quick):
@@ -98,8 +99,8 @@ def run_sections(sections, quick):
         results["train"] = [
             run("train_step.py", "--framework", framework, "--task", task, "--preset", preset,
                 "--batch", TRAIN_SHAPES[preset], "--steps", steps[preset],
-                out=f"train_{framework}_{task}_{preset}{suffix}.json", kernels=kernels)
-            for kernels, (_, suffix) in KERNELS.items() for preset in presets
+                out=f"train_{framework}_{task}_{preset}{suffix}.json", environment=environment)
+            for environment, (_, suffix) in ENVIRONMENTS.items() for preset in presets
             for task in ("finetune", "pretrain") for framework in FRAMEWORKS]
     if "ablations" in sections:
         results["ablations"] = run(
@@ -150,15 +151,16 @@ def ratios(results):
     """Each target's measured ratio: ours over the best peer (or packed over padded)."""
     found = {}
     rows = train_rows(results)
-    for kernels, task, preset in itertools.product(KERNELS, ("finetune", "pretrain"),
-                                                   TRAIN_SHAPES):
+    for environment, task, preset in itertools.product(ENVIRONMENTS, ("finetune", "pretrain"),
+                                                       TRAIN_SHAPES):
         mine = [r for r in rows
-                if (r["task"], r["preset"], r["kernels"]) == (task, preset, kernels)]
+                if (r["task"], r["preset"], r["environment"]) == (task, preset, environment)]
         ours = [r["sequences_per_s"] for r in mine if r["framework"] == "ours"]
         peers = {r["framework"]: r["sequences_per_s"] for r in mine if r["framework"] != "ours"}
         if ours and peers:
             best = max(peers, key=peers.get)
-            name = f"train_{task}_{preset}" + ("" if kernels == "default" else f", {kernels}")
+            name = f"train_{task}_{preset}" + (
+                "" if environment == "default" else f", {environment} environment")
             found[name] = {"ratio": ours[0] / peers[best], "vs": best,
                            "target": TARGETS["train"]}
     inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
@@ -263,17 +265,19 @@ def training_tables(results, peak):
              "vocabulary 30522; pretraining = masked LM (20 positions) + NSP. Each framework "
              "as its users run it: ours and KerasHub through `fit` (Keras leaves XLA off on "
              "a CPU-only machine), Model Garden through a `tf.function` step (XLA off on CPU, "
-             "its default). Median of the timed steps, after 2 warm-up steps. TF kernels: "
-             "`default` is TensorFlow's choice on this CPU (oneDNN off), `oneDNN` is "
-             "`TF_ENABLE_ONEDNN_OPTS=1`, for every framework alike (`kbc` sets it).",
+             "its default). Median of the timed steps, after 2 warm-up steps. TF environment, "
+             "for every framework alike: `default` is TensorFlow's own on this CPU (Eigen "
+             "kernels, oneDNN off; tensors from malloc), `kbc` is what `kbc` sets for "
+             "training: `" + " ".join(f"{k}={v}" for k, v in ENVIRONMENTS["kbc"][0].items())
+             + "` (oneDNN kernels, TensorFlow's BFC allocator for CPU tensors).",
              "",
-             "| TF kernels | task | preset | batch | framework | s/step | seq/s | tokens/s | "
+             "| TF environment | task | preset | batch | framework | s/step | seq/s | tokens/s | "
              "GFLOP/s | of peak | peak RSS MB |",
              "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         share = f"{r['flops_per_s'] / peak:.0%}" if peak else "-"
         lines.append(
-            f"| {r['kernels']} | {r['task']} | {r['preset']} | {r['batch']} | "
+            f"| {r['environment']} | {r['task']} | {r['preset']} | {r['batch']} | "
             f"{FRAMEWORKS[r['framework']]} | "
             f"{r['median_s']:.3f} | {r['sequences_per_s']:.2f} | {r['tokens_per_s']:,.0f} | "
             f"{r['flops_per_s'] / 1e9:.1f} | {share} | {r['peak_rss_mb']:,.0f} |")
@@ -433,7 +437,7 @@ def chart(results, path):
 
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
     colors = {"ours": "tab:blue", "model_garden": "tab:orange", "keras_hub": "tab:green"}
-    rows = [r for r in train_rows(results) if r["kernels"] == "default"]
+    rows = [r for r in train_rows(results) if r["environment"] == "default"]
     groups = [(t, p) for p in TRAIN_SHAPES for t in ("finetune", "pretrain")
               if any((r["task"], r["preset"]) == (t, p) for r in rows)]
     for i, framework in enumerate(FRAMEWORKS):
@@ -444,7 +448,7 @@ def chart(results, path):
     axes[0].set_xticks(range(len(groups)), [f"{t}\n{p}" for t, p in groups])
     axes[0].set_ylabel("training sequences/s")
     axes[0].set_yscale("log")
-    axes[0].set_title("Training step (seq 128, TF default kernels)")
+    axes[0].set_title("Training step (seq 128, TF's default environment)")
     axes[0].legend(fontsize=8)
 
     inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}

@@ -26,10 +26,31 @@ COMMANDS = {
 }
 
 
-# TensorFlow leaves its oneDNN CPU kernels off on x86 CPUs without AVX-512 VNNI or AMX. There
-# BERT training steps run 5-24% faster with them on (bench/RESULTS.md), but one text at a time is
-# predicted slower (1.4 -> 2.1 ms in `kbc demo`), so only the commands that train turn them on.
 TRAINING_COMMANDS = ("pretrain", "finetune", "demo")
+
+
+def training_environment(machine):
+    """TensorFlow's environment variables that the commands that train set, unless the user
+    did, on a CPU `machine` (`platform.machine()`): both are read when TensorFlow loads.
+
+    - `TF_CPU_ALLOCATOR_USE_BFC`: TensorFlow's pooling allocator for CPU tensors. With plain
+      malloc every tensor over glibc's 32 MB mmap limit (masked-LM logits, the embedding
+      table's gradient) is fresh pages, faulted in and zeroed again at every step: 10-15% of
+      a CPU training step, for every framework alike.
+    - `TF_ENABLE_ONEDNN_OPTS` on x86: TensorFlow leaves oneDNN's kernels off on x86 CPUs
+      without AVX-512 VNNI or AMX. Training steps run 5-24% faster with them, but one text at
+      a time is predicted slower (1.4 -> 2.1 ms in `kbc demo`), so only training turns them on.
+
+    Figures: bench/RESULTS.md.
+
+    Example:
+    >>> training_environment("x86_64")
+    {'TF_CPU_ALLOCATOR_USE_BFC': 'true', 'TF_ENABLE_ONEDNN_OPTS': '1'}
+    """
+    environment = {"TF_CPU_ALLOCATOR_USE_BFC": "true"}
+    if machine.lower() in ("x86_64", "amd64"):
+        environment["TF_ENABLE_ONEDNN_OPTS"] = "1"
+    return environment
 
 
 class UserError(Exception):
@@ -88,9 +109,9 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command in TRAINING_COMMANDS and platform.machine().lower() in ("x86_64", "amd64"):
-        # Read when TensorFlow loads, which the subcommand does next.
-        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+    if args.command in TRAINING_COMMANDS:  # before the subcommand loads TensorFlow
+        for name, value in training_environment(platform.machine()).items():
+            os.environ.setdefault(name, value)
     try:
         return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_core.cli import COMMANDS, build_parser
+from keras_bert_core.cli import COMMANDS, build_parser, training_environment
 from keras_bert_core.cli.run_dir import RunDirectory
 from tests.cli.conftest import DATA, VOCAB
 
@@ -30,22 +30,30 @@ def test_kbc_alone_lists_every_command(kbc):
 
 
 @pytest.mark.parametrize("user_value", [None, "0"])
-def test_training_commands_turn_on_onednn_kernels_unless_the_user_chose(
+def test_training_commands_set_tensorflows_environment_unless_the_user_chose(
         kbc, monkeypatch, user_value):
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    if user_value is None:
-        monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
-    else:
-        monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", user_value)
+    names = ("TF_ENABLE_ONEDNN_OPTS", "TF_CPU_ALLOCATOR_USE_BFC")
+    for name in names:
+        if user_value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, user_value)
     seen = {}
     for command in ("finetune", "vocab"):
         module = importlib.import_module(f"keras_bert_core.cli.{COMMANDS[command][0]}")
         monkeypatch.setattr(module, "run", lambda args: seen.update(
-            {args.command: os.environ.get("TF_ENABLE_ONEDNN_OPTS")}))
+            {args.command: tuple(os.environ.get(name) for name in names)}))
     kbc("finetune", "--task", "classify", "--train", "train.csv")
     kbc("vocab", "corpus.txt", "--output", "vocab.txt")
-    assert seen == {"finetune": user_value or "1", "vocab": user_value}
-    assert os.environ.get("TF_ENABLE_ONEDNN_OPTS") == user_value
+    chosen = (user_value, user_value) if user_value else ("1", "true")
+    assert seen == {"finetune": chosen, "vocab": (user_value, user_value)}
+    assert all(os.environ.get(name) == user_value for name in names)
+
+
+def test_only_x86_gets_onednn_kernels():
+    assert training_environment("aarch64") == {"TF_CPU_ALLOCATOR_USE_BFC": "true"}
+    assert training_environment("AMD64")["TF_ENABLE_ONEDNN_OPTS"] == "1"
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
