@@ -453,8 +453,10 @@ def _char_at(char_offsets, byte_offsets):
 
 def _count_at(positions, size):
     """How many of `positions` equal each of `0 .. size - 1` (builtin ops: TFLite has them)."""
-    capped = tf.minimum(positions, size)[:, tf.newaxis]  # `size` itself is counted, then cut
-    return tf.scatter_nd(capped, tf.ones_like(positions), tf.reshape(size + 1, [1]))[:-1]
+    capped = tf.cast(tf.minimum(positions, size), tf.int32)  # `size` is counted, then cut
+    counts = tf.math.unsorted_segment_sum(
+        tf.ones_like(capped), capped, tf.cast(size, tf.int32) + 1)
+    return tf.cast(counts[:-1], positions.dtype)
 
 
 def _row_ids(row_splits):
