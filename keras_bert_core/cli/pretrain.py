@@ -1,7 +1,6 @@
 """`kbc pretrain`: masked-LM + next-sentence pretraining from raw text or TFRecords."""
 
 import argparse
-import os
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
@@ -98,13 +97,14 @@ def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, verb
 def _resumed_arguments(args):
     if not args.run_dir:
         raise UserError("--resume needs --run-dir, the run to continue")
-    saved = RunDirectory.open(args.run_dir).config()
+    run = RunDirectory.open(args.run_dir)
+    saved = run.config()
     if saved["command"] != "pretrain":
         raise UserError(f"{args.run_dir} is a `kbc {saved['command']}` run, not a pretraining "
                         "run")
     # The run's own copy of the vocabulary; its model config replaces --checkpoint.
     arguments = {**saved["arguments"], "run_dir": args.run_dir, "resume": True,
-                 "vocab": os.path.join(args.run_dir, VOCAB_FILE), "checkpoint": None}
+                 "vocab": run.file(VOCAB_FILE), "checkpoint": None}
     return argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
 
 
