@@ -10,6 +10,8 @@ and peak memory is per process), one after the other. Sections:
 - `train`: fine-tuning and pretraining steps of ours, Model Garden and KerasHub, "mini"
   (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py), in TensorFlow's
   default environment and in the one `kbc` sets for training;
+- `matmuls`: our step's matmuls and optimizer update, each timed alone, in both
+  environments (bench/step_matmuls.py): how much of the step is left to speed up;
 - `ablations`: our step's variants, KerasHub with XLA (bench/ablations.py);
 - `memory`: peak RSS of a "base" batch-32 training process, `remat` off and on;
 - `inference`: raw text in, probabilities out, ours vs KerasHub (bench/inference.py),
@@ -39,7 +41,7 @@ import common  # noqa: E402
 from keras_bert_core.cli import training_environment  # noqa: E402
 
 BENCH = os.path.join(common.REPO, "bench")
-SECTIONS = ("peak", "train", "ablations", "memory", "inference", "tokenizer", "packing")
+SECTIONS = ("peak", "train", "matmuls", "ablations", "memory", "inference", "tokenizer", "packing")
 FRAMEWORKS = {"ours": "keras_bert_core", "model_garden": "Model Garden (tf-models-official)",
               "keras_hub": "KerasHub"}
 TRAIN_SHAPES = {"mini": 32, "base": 8}
@@ -102,6 +104,13 @@ def run_sections(sections, quick):
                 out=f"train_{framework}_{task}_{preset}{suffix}.json", environment=environment)
             for environment, (_, suffix) in ENVIRONMENTS.items() for preset in presets
             for task in ("finetune", "pretrain") for framework in FRAMEWORKS]
+    if "matmuls" in sections:
+        results["matmuls"] = [
+            run("step_matmuls.py", "--task", task, "--preset", preset,
+                "--batch", TRAIN_SHAPES[preset], "--repeats", 2 if quick else 5,
+                out=f"matmuls_{task}_{preset}{suffix}.json", environment=environment)
+            for environment, (_, suffix) in ENVIRONMENTS.items() for preset in presets
+            for task in ("finetune", "pretrain")]
     if "ablations" in sections:
         results["ablations"] = run(
             "ablations.py", "--task", "pretrain", "--preset", "mini", "--steps", steps["mini"],
@@ -241,6 +250,7 @@ def markdown(results, command, started, loads):
         goal = "-" if row["target"] is None else f"{row['target']}x"
         lines.append(f"| {name} | {row['ratio']:.2f}x | {row['vs']} | {goal} | {met} |")
     lines += training_tables(results, peak)
+    lines += matmul_tables(results)
     lines += ablation_table(results)
     lines += memory_table(results)
     lines += inference_tables(results)
@@ -291,6 +301,55 @@ def training_tables(results, peak):
               "ours computes the last block at `[CLS]` (and the masked positions) only, "
               "about 1/L less arithmetic than counted. `of peak` is of the `tf.matmul` peak "
               "above, measured with TensorFlow's default kernels."]
+    return lines
+
+
+def matmul_tables(results, detail=("pretrain", "mini", "kbc"), top=6):
+    """Our step against its matmuls and optimizer update timed alone, and the peers against
+    that sum; then the matmuls that take longest in one of the steps (`detail`)."""
+    parts = [r for r in results.get("matmuls", []) if "error" not in r]
+    if not parts:
+        return []
+    rows = train_rows(results)
+    lines = ["", "## How much of our step is matmuls", "",
+             "`bench/step_matmuls.py` reads the matmuls of our traced training step (forward "
+             "and backward, with their shapes and transposes), times each alone (best of 5) "
+             "and adds them up, as often as the step runs them; the optimizer update (AdamW "
+             "with clipping, all variables) is timed alone too. Everything else our step does "
+             "(softmax, LayerNorm, GELU, dropout, loss, gathers) comes on top. Where the step "
+             "takes little more than that sum, speeding it up means faster matmul kernels, "
+             "which are TensorFlow's for every framework. `peer / sum`: the faster peer's "
+             "step over that sum, the ratio our step would show if nothing but its matmuls "
+             "and optimizer update took time.", "",
+             "| TF environment | task | preset | our step s | matmuls alone s | optimizer "
+             "alone s | step / sum | faster peer s | peer / sum | our matmul GFLOP |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in parts:
+        key = (p["environment"], p["task"], p["preset"])
+        mine = {r["framework"]: r["median_s"] for r in rows
+                if (r["environment"], r["task"], r["preset"]) == key}
+        step = mine.pop("ours", None)
+        peer = min(mine.values()) if mine else None
+        total = p["matmul_s"] + p["optimizer_s"]
+        lines.append(
+            f"| {' | '.join(key)} | {fmt(step, 3)} | {p['matmul_s']:.3f} | "
+            f"{p['optimizer_s']:.3f} | {fmt(step and step / total)} | {fmt(peer, 3)} | "
+            f"{fmt(peer and peer / total)} | {p['step_flops'] / 1e9:.1f} of "
+            f"{p['counted_flops'] / 1e9:.1f} counted |")
+    chosen = next((p for p in parts if (p["task"], p["preset"], p["environment"]) == detail),
+                  None)
+    if chosen:
+        longest = sorted(chosen["matmuls"], key=lambda m: -m["best_s"] * m["count"])[:top]
+        lines += ["", f"The {top} matmuls that take longest in our {detail[0]} step, "
+                  f"{detail[1]}, {detail[2]} environment (`a` x `b`, transposed as marked; "
+                  "weight gradients contract over the batch's tokens):", "",
+                  "| a | b | transposed | per step | ms each | GFLOP/s |",
+                  "|---|---|---|---:|---:|---:|"]
+        for m in longest:
+            flags = ", ".join(name for name, on in zip("ab", m["transposed"], strict=True)
+                              if on) or "-"
+            lines.append(f"| {m['a']} | {m['b']} | {flags} | {m['count']} | "
+                         f"{m['best_s'] * 1e3:.1f} | {m['flops_per_s'] / 1e9:.0f} |")
     return lines
 
 

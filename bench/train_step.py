@@ -57,7 +57,12 @@ def keras_fit_run(model, x, y, sample_weight):
 
 
 def build_ours(args, arrays, **compile_overrides):
+    model, x, y, weights = ours_compiled(args, arrays, **compile_overrides)
+    return model, keras_fit_run(model, x, y, weights)
 
+
+def ours_compiled(args, arrays, **compile_overrides):
+    """Our task model, compiled as `fit` runs it, and its training data `(x, y, weights)`."""
     import keras_bert_core as kbc
     from keras_bert_core.models import BertClassifier, BertPretrainer
 
@@ -82,7 +87,7 @@ def build_ours(args, arrays, **compile_overrides):
     # The task model's own loss and metrics; only the optimizer and XLA are set here
     # (`compile_overrides` are for the ablations of bench/ablations.py).
     model.compile(**{"optimizer": optimizer, "jit_compile": args.jit, **compile_overrides})
-    return model, keras_fit_run(model, x, y, weights)
+    return model, x, y, weights
 
 
 def build_keras_hub(args, arrays, **compile_overrides):
