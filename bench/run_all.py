@@ -10,8 +10,8 @@ and peak memory is per process), one after the other. Sections:
 - `train`: fine-tuning and pretraining steps of ours, Model Garden and KerasHub, "mini"
   (batch 32) and "base" (batch 8) at seq 128 (bench/train_step.py), in TensorFlow's
   default environment and in the one `kbc` sets for training;
-- `matmuls`: our step's matmuls and optimizer update, each timed alone, in both
-  environments (bench/step_matmuls.py): how much of the step is left to speed up;
+- `matmuls`: our step against its own matmuls and optimizer update, in both
+  environments (bench/step_matmuls.py): how much of the step is other work;
 - `ablations`: our step's variants, KerasHub with XLA (bench/ablations.py);
 - `memory`: peak RSS of a "base" batch-32 training process, `remat` off and on;
 - `inference`: raw text in, probabilities out, ours vs KerasHub (bench/inference.py),
@@ -107,7 +107,7 @@ def run_sections(sections, quick):
     if "matmuls" in sections:
         results["matmuls"] = [
             run("step_matmuls.py", "--task", task, "--preset", preset,
-                "--batch", TRAIN_SHAPES[preset], "--repeats", 2 if quick else 5,
+                "--batch", TRAIN_SHAPES[preset], "--repeats", steps[preset],
                 out=f"matmuls_{task}_{preset}{suffix}.json", environment=environment)
             for environment, (_, suffix) in ENVIRONMENTS.items() for preset in presets
             for task in ("finetune", "pretrain")]
@@ -305,37 +305,37 @@ def training_tables(results, peak):
 
 
 def matmul_tables(results, detail=("pretrain", "mini", "kbc"), top=6):
-    """Our step against its matmuls and optimizer update timed alone, and the peers against
-    that sum; then the matmuls that take longest in one of the steps (`detail`)."""
+    """Our step split into its matmuls, its optimizer update and the rest, with the ratio to
+    the faster peer that the step would show without the rest; then the matmuls that take
+    longest in one of the steps (`detail`)."""
     parts = [r for r in results.get("matmuls", []) if "error" not in r]
     if not parts:
         return []
-    rows = train_rows(results)
-    lines = ["", "## How much of our step is matmuls", "",
+    lines = ["", "## Where our step's time goes: matmuls, optimizer, the rest", "",
              "`bench/step_matmuls.py` reads the matmuls of our traced training step (forward "
-             "and backward, with their shapes and transposes), times each alone (best of 5) "
-             "and adds them up, as often as the step runs them; the optimizer update (AdamW "
-             "with clipping, all variables) is timed alone too. Everything else our step does "
-             "(softmax, LayerNorm, GELU, dropout, loss, gathers) comes on top. Where the step "
-             "takes little more than that sum, speeding it up means faster matmul kernels, "
-             "which are TensorFlow's for every framework. `peer / sum`: the faster peer's "
-             "step over that sum, the ratio our step would show if nothing but its matmuls "
-             "and optimizer update took time.", "",
-             "| TF environment | task | preset | our step s | matmuls alone s | optimizer "
-             "alone s | step / sum | faster peer s | peer / sum | our matmul GFLOP |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "and backward, with their shapes and transposes) and runs them, and nothing "
+             "else, in one `tf.function` on inputs of their own; the optimizer update (AdamW "
+             "with clipping by global norm, all variables) runs alone; the step runs through "
+             "`fit`. The three take turns in one process (as many rounds as the training "
+             "section times steps; medians), so these shares do not depend on the machine's "
+             "load at other moments of the run. `rest`: "
+             "the step's time above the other two (softmax, LayerNorm, GELU, dropout, loss, "
+             "gathers, bias adds, and ops waiting on each other). `without the rest`: our "
+             "ratio to the faster peer above, times step / (matmuls + optimizer), i.e. what "
+             "it would be if the rest took no time and the peers stayed as they are.", "",
+             "| TF environment | task | preset | step s | matmuls s | optimizer s | rest s | "
+             "rest | vs faster peer | without the rest | our matmul GFLOP |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in parts:
-        key = (p["environment"], p["task"], p["preset"])
-        mine = {r["framework"]: r["median_s"] for r in rows
-                if (r["environment"], r["task"], r["preset"]) == key}
-        step = mine.pop("ours", None)
-        peer = min(mine.values()) if mine else None
-        total = p["matmul_s"] + p["optimizer_s"]
+        name = f"train_{p['task']}_{p['preset']}" + (
+            "" if p["environment"] == "default" else f", {p['environment']} environment")
+        ratio = results.get("ratios", {}).get(name, {}).get("ratio")
+        without_rest = ratio and ratio * p["step_s"] / (p["matmul_s"] + p["optimizer_s"])
         lines.append(
-            f"| {' | '.join(key)} | {fmt(step, 3)} | {p['matmul_s']:.3f} | "
-            f"{p['optimizer_s']:.3f} | {fmt(step and step / total)} | {fmt(peer, 3)} | "
-            f"{fmt(peer and peer / total)} | {p['step_flops'] / 1e9:.1f} of "
-            f"{p['counted_flops'] / 1e9:.1f} counted |")
+            f"| {p['environment']} | {p['task']} | {p['preset']} | {p['step_s']:.3f} | "
+            f"{p['matmul_s']:.3f} | {p['optimizer_s']:.3f} | {p['rest_s']:.3f} | "
+            f"{p['rest_s'] / p['step_s']:.0%} | {fmt(ratio)}x | {fmt(without_rest)}x | "
+            f"{p['step_flops'] / 1e9:.1f} of {p['counted_flops'] / 1e9:.1f} counted |")
     chosen = next((p for p in parts if (p["task"], p["preset"], p["environment"]) == detail),
                   None)
     if chosen:

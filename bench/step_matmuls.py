@@ -1,22 +1,24 @@
-"""Our training step's matmuls and optimizer update, timed without the rest of the step.
+"""Our training step against its own matmuls and optimizer update, timed in one process.
 
     python bench/step_matmuls.py --task pretrain --preset mini --batch 32
 
 The matmuls are read from the graph of one traced training step of ours (forward and
 backward, the gradients exactly as `fit` takes them), with their shapes and transposes, in
 the step's order. One `tf.function` runs them all on inputs of their own (as a step's
-activations are), and nothing else; its best time of `--repeats` is `matmul_s`. The
-optimizer update (the package's AdamW with clipping by global norm, on the model's
-variables) is timed alone. Everything else a step does (softmax, LayerNorm, GELU, dropout,
-the loss, gathers, bias adds) comes on top of their sum; where a step takes little more
-than the sum, what is left to speed up is the matmul kernels, TensorFlow's for every
-framework. Each distinct matmul is also timed alone, for its FLOP/s. Prints one JSON line;
-`--out` also writes it.
+activations are) and nothing else; the optimizer update (the package's AdamW with clipping
+by global norm, on the model's variables) is timed alone; and the step itself runs through
+`fit`. The three take turns, `--repeats` rounds, so that the machine's changing load
+reaches them alike; medians are reported. Everything else a step does (softmax, LayerNorm,
+GELU, dropout, the loss, gathers, bias adds) is the step's time above the other two; what
+they leave is what matmul kernels, TensorFlow's for every framework, decide. Each distinct
+matmul is also timed alone, for its FLOP/s. Prints one JSON line; `--out` also writes it.
 """
 
 import collections
 import os
+import statistics
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +57,15 @@ def best_time(fn, repeats):
     return min(common.step_times(fn, warmup=1, steps=repeats))
 
 
+def timed(call):
+    """`call` made to return the seconds it took."""
+    def run():
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+    return run
+
+
 def matmul(key, a, b):
     import tensorflow as tf
 
@@ -65,8 +76,8 @@ def matmul(key, a, b):
     return getattr(tf.raw_ops, op_type)(x=a, y=b, adj_x=flag_a, adj_y=flag_b, **extra)
 
 
-def time_matmuls(keys, repeats):
-    """Best time of one `tf.function` running the matmuls `keys`, each on inputs of its own
+def matmuls_runner(keys):
+    """A call that runs the matmuls `keys` in one `tf.function`, each on inputs of its own
     (so that none is merged with an equal one); a corner of each result is kept."""
     import tensorflow as tf
 
@@ -77,43 +88,53 @@ def time_matmuls(keys, repeats):
         return tf.add_n([tf.reshape(matmul(key, a, b), [-1])[0]
                          for key, (a, b) in zip(keys, inputs, strict=True)])
 
-    return best_time(lambda: run_all(inputs), repeats)
+    return lambda: run_all(inputs)
 
 
-def time_optimizer_update(model, repeats):
-    """The optimizer's own step on every trainable variable, with small dense gradients."""
+def optimizer_runner(model):
+    """A call that runs the optimizer's own step on every trainable variable."""
     import tensorflow as tf
 
     variables = model.trainable_variables
     model.optimizer.build(variables)
     gradients = [tf.random.normal(v.shape, stddev=1e-3) for v in variables]
     update = tf.function(lambda: model.optimizer.apply(gradients, variables))
-    return best_time(update, repeats)
+    return update
 
 
 def main():
     parser = train_step.argument_parser(__doc__, framework="ours")
-    parser.add_argument("--repeats", type=int, default=5, help="timings of each measurement")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds of the three timings")
     args = parser.parse_args()
     import tensorflow as tf
 
     model, x, y, weights = train_step.ours_compiled(args, common.synthetic_batch(
         args.batch, args.seq))
-    step = tf.function(model._loss_and_gradients)
-    keys = step_matmuls(step.get_concrete_function(x, y, weights).graph)
-    matmul_s = time_matmuls(keys, args.repeats)
-    counts = collections.Counter(keys)
+    keys = step_matmuls(tf.function(model._loss_and_gradients).get_concrete_function(
+        x, y, weights).graph)
+    run_fit = train_step.keras_fit_run(model, x, y, weights)
+    # Each returns its seconds; the step's are timed inside `fit` (after a warm-up step).
+    runners = {"matmul_s": timed(matmuls_runner(keys)),
+               "optimizer_s": timed(optimizer_runner(model)),
+               "step_s": lambda: run_fit(1, 1)[0][0]}
+    for runner in runners.values():
+        runner()  # traces
+    times = {name: [] for name in runners}
+    for _ in range(args.repeats):
+        for name, runner in runners.items():
+            times[name].append(runner())
+    medians = {name: statistics.median(values) for name, values in times.items()}
     matmuls = []
-    for key, count in sorted(counts.items(), key=lambda item: -matmul_flops(*item[0])):
-        seconds = time_matmuls([key], args.repeats)
+    for key, count in sorted(collections.Counter(keys).items(),
+                             key=lambda item: -matmul_flops(*item[0])):
+        seconds = best_time(matmuls_runner([key]), args.repeats)
         matmuls.append({"op": key[0], "a": key[1], "b": key[2], "transposed": key[3:],
                         "count": count, "best_s": seconds,
                         "flops_per_s": matmul_flops(*key) / seconds})
-    optimizer_s = time_optimizer_update(model, args.repeats)
     common.emit({
         "benchmark": "step_matmuls", "framework": "ours", "task": args.task,
         "preset": args.preset, "batch": args.batch, "seq": args.seq,
-        "matmul_s": matmul_s, "optimizer_s": optimizer_s,
+        **medians, "rest_s": medians["step_s"] - medians["matmul_s"] - medians["optimizer_s"],
         "step_flops": sum(matmul_flops(*key) for key in keys),
         "counted_flops": common.training_flops(args.preset, args.batch, args.seq, args.task),
         "matmuls": matmuls, "tensorflow": tf.__version__,
