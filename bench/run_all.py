@@ -156,6 +156,12 @@ def train_rows(results):
     return [r for r in results.get("train", []) if "error" not in r]
 
 
+def ratio_name(task, preset, environment):
+    """The target row of a training step: `train_pretrain_mini, kbc environment`."""
+    return f"train_{task}_{preset}" + (
+        "" if environment == "default" else f", {environment} environment")
+
+
 def ratios(results):
     """Each target's measured ratio: ours over the best peer (or packed over padded)."""
     found = {}
@@ -168,10 +174,8 @@ def ratios(results):
         peers = {r["framework"]: r["sequences_per_s"] for r in mine if r["framework"] != "ours"}
         if ours and peers:
             best = max(peers, key=peers.get)
-            name = f"train_{task}_{preset}" + (
-                "" if environment == "default" else f", {environment} environment")
-            found[name] = {"ratio": ours[0] / peers[best], "vs": best,
-                           "target": TARGETS["train"]}
+            found[ratio_name(task, preset, environment)] = {
+                "ratio": ours[0] / peers[best], "vs": best, "target": TARGETS["train"]}
     inference = {r["framework"]: r for r in results.get("inference", []) if "error" not in r}
     if {"ours", "keras_hub"} <= set(inference):
         for kind in ("short", "long"):
@@ -327,9 +331,8 @@ def matmul_tables(results, detail=("pretrain", "mini", "kbc"), top=6):
              "rest | vs faster peer | without the rest | our matmul GFLOP |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in parts:
-        name = f"train_{p['task']}_{p['preset']}" + (
-            "" if p["environment"] == "default" else f", {p['environment']} environment")
-        ratio = results.get("ratios", {}).get(name, {}).get("ratio")
+        ratio = results.get("ratios", {}).get(
+            ratio_name(p["task"], p["preset"], p["environment"]), {}).get("ratio")
         without_rest = ratio and ratio * p["step_s"] / (p["matmul_s"] + p["optimizer_s"])
         lines.append(
             f"| {p['environment']} | {p['task']} | {p['preset']} | {p['step_s']:.3f} | "

@@ -41,7 +41,7 @@ def training_environment(machine):
       without AVX-512 VNNI or AMX. Training steps run faster with them, but one text at a
       time is predicted slower (1.4 -> 2.1 ms in `kbc demo`), so only training turns them on.
 
-    Both together: our training steps 1.05-1.24x faster (bench/RESULTS.md).
+    Figures: bench/RESULTS.md (our steps in both environments).
 
     Example:
     >>> training_environment("x86_64")
