@@ -4,7 +4,9 @@
     python bench/run_all.py --quick    # fewer steps and texts, "mini" only: checks the wiring
 
 Each measurement runs in a subprocess of its own (tf_keras and Keras 3 never share one,
-and peak memory is per process), one after the other. Sections:
+and peak memory is per process), one after the other, except that the frameworks' training
+steps of one configuration take turns, one step each per round, each in its own process
+(`Turns`). Sections:
 
 - `peak`: this machine's float32 matmul FLOP/s (bench/matmul_peak.py);
 - `train`: fine-tuning and pretraining steps of ours, Model Garden and KerasHub, "mini"
@@ -32,6 +34,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -61,9 +64,9 @@ def shown(command):
                     for c in map(str, command))
 
 
-def run(script, *args, out, environment="default"):
-    """Runs a bench script in its own process in TensorFlow's `environment` (a key of
-    `ENVIRONMENTS`); its JSON result, or the error it ended with."""
+def prepared(script, args, out, environment):
+    """The command line and process environment that run `script` with `args` in TensorFlow's
+    `environment` (a key of `ENVIRONMENTS`); prints the command."""
     command = [sys.executable, os.path.join(BENCH, script), *map(str, args)]
     if out:
         command += ["--out", os.path.join(common.RESULTS_DIR, out)]
@@ -72,17 +75,29 @@ def run(script, *args, out, environment="default"):
     env.update(chosen)
     prefix = "".join(f"{name}={value} " for name, value in chosen.items())
     print("$", prefix + shown(command[1:]), flush=True)
+    return command, env
+
+
+def failure(stderr, command, environment, seconds):
+    """The result of a script that failed: the last error line of its `stderr`."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+             for line in stderr.splitlines() if line.strip()] or ["no output"]
+    found = [i for i, line in enumerate(lines) if "Error" in line] or [len(lines) - 1]
+    # Keras puts the cause on the line after "ValueError: Exception encountered...".
+    error = " ".join(lines[found[-1]:found[-1] + 2])
+    print(f"  failed after {seconds:.0f} s: {error}", flush=True)
+    return {"error": error, "command": command[1:], "environment": environment}
+
+
+def run(script, *args, out, environment="default"):
+    """Runs a bench script in its own process in TensorFlow's `environment` (a key of
+    `ENVIRONMENTS`); its JSON result, or the error it ended with."""
+    command, env = prepared(script, args, out, environment)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=common.REPO, env=env)
     seconds = time.perf_counter() - start
     if done.returncode:
-        lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
-                 for line in done.stderr.splitlines() if line.strip()] or ["no output"]
-        found = [i for i, line in enumerate(lines) if "Error" in line] or [len(lines) - 1]
-        # Keras puts the cause on the line after "ValueError: Exception encountered...".
-        error = " ".join(lines[found[-1]:found[-1] + 2])
-        print(f"  failed after {seconds:.0f} s: {error}", flush=True)
-        return {"error": error, "command": command[1:], "environment": environment}
+        return failure(done.stderr, command, environment, seconds)
     print(f"  {seconds:.0f} s", flush=True)
     # Our scripts print their result as a JSON line; the others write their own file.
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -90,20 +105,75 @@ def run(script, *args, out, environment="default"):
             "environment": environment}
 
 
+class Turns:
+    """`train_step.py --serve` processes that take turns: each is started and warmed up
+    alone, then `rounds` rounds time one step of each in turn, so that a change in the
+    machine's speed during the comparison reaches every framework alike."""
+
+    def __init__(self, jobs, environment):
+        """`jobs`: `(train_step.py arguments, result file name)` pairs."""
+        self.environment, self.processes = environment, []
+        for args, out in jobs:
+            command, env = prepared("train_step.py", [*args, "--serve"], out, environment)
+            log = tempfile.TemporaryFile("w+")  # a pipe could fill up and stall the script
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=log, text=True, cwd=common.REPO, env=env)
+            self.processes.append({"process": process, "command": command, "log": log,
+                                   "start": time.perf_counter()})
+            self._reply(self.processes[-1])
+
+    def _reply(self, job):
+        """The next JSON line the job prints; `None`, with the job's error recorded, if it
+        ended instead."""
+        for line in job["process"].stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        job["process"].wait()
+        job["log"].seek(0)
+        job["result"] = failure(job["log"].read(), job["command"], self.environment,
+                                time.perf_counter() - job["start"])
+        return None
+
+    def _ask(self, job, line):
+        try:
+            job["process"].stdin.write(line + "\n")
+            job["process"].stdin.flush()
+        except BrokenPipeError:  # it ended; _reply records why
+            pass
+        return self._reply(job)
+
+    def results(self, rounds):
+        """Each job's result after `rounds` rounds of one timed step each."""
+        for _ in range(rounds):
+            for job in self.processes:
+                if "result" not in job:
+                    self._ask(job, "1")
+        for job in self.processes:
+            if "result" not in job and (final := self._ask(job, "")) is not None:
+                job["process"].wait()
+                job["result"] = {**final, "wall_s": time.perf_counter() - job["start"],
+                                 "environment": self.environment}
+            job["log"].close()
+        print(f"  {len(self.processes)} frameworks in turns, {rounds} rounds", flush=True)
+        return [job["result"] for job in self.processes]
+
+
 def run_sections(sections, quick):
     results = {}
-    steps = {"mini": 2, "base": 1} if quick else {"mini": 5, "base": 4}
+    steps = {"mini": 2, "base": 1} if quick else {"mini": 8, "base": 6}
     presets = ["mini"] if quick else list(TRAIN_SHAPES)
     if "peak" in sections:
         results["peak"] = run("matmul_peak.py", "--repeats", 3 if quick else 5,
                               out="matmul_peak.json")
     if "train" in sections:
-        results["train"] = [
-            run("train_step.py", "--framework", framework, "--task", task, "--preset", preset,
-                "--batch", TRAIN_SHAPES[preset], "--steps", steps[preset],
-                out=f"train_{framework}_{task}_{preset}{suffix}.json", environment=environment)
-            for environment, (_, suffix) in ENVIRONMENTS.items() for preset in presets
-            for task in ("finetune", "pretrain") for framework in FRAMEWORKS]
+        results["train"] = []
+        for environment, (_, suffix) in ENVIRONMENTS.items():
+            for preset, task in itertools.product(presets, ("finetune", "pretrain")):
+                jobs = [(("--framework", framework, "--task", task, "--preset", preset,
+                          "--batch", TRAIN_SHAPES[preset]),
+                         f"train_{framework}_{task}_{preset}{suffix}.json")
+                        for framework in FRAMEWORKS]
+                results["train"] += Turns(jobs, environment).results(rounds=steps[preset])
     if "matmuls" in sections:
         results["matmuls"] = [
             run("step_matmuls.py", "--task", task, "--preset", preset,
@@ -279,10 +349,13 @@ def training_tables(results, peak):
              "vocabulary 30522; pretraining = masked LM (20 positions) + NSP. Each framework "
              "as its users run it: ours and KerasHub through `fit` (Keras leaves XLA off on "
              "a CPU-only machine), Model Garden through a `tf.function` step (XLA off on CPU, "
-             "its default). Median of the timed steps, after 2 warm-up steps. TF environment, "
-             "for every framework alike: `default` is TensorFlow's own on this CPU (Eigen "
-             "kernels, oneDNN off; tensors from malloc), `kbc` is what `kbc` sets for "
-             "training: `" + " ".join(f"{k}={v}" for k, v in ENVIRONMENTS["kbc"][0].items())
+             "its default). Each framework in a process of its own, warmed up (2 steps), "
+             "then the three take turns, one timed step each per round, so that the "
+             "machine's changing speed reaches them alike; median of each one's timed "
+             "steps. TF environment, for every framework alike: `default` is "
+             "TensorFlow's own on this CPU (Eigen kernels, oneDNN off; tensors from "
+             "malloc), `kbc` is what `kbc` sets for training: `"
+             + " ".join(f"{k}={v}" for k, v in ENVIRONMENTS["kbc"][0].items())
              + "` (oneDNN kernels, TensorFlow's BFC allocator for CPU tensors).",
              "",
              "| TF environment | task | preset | batch | framework | s/step | seq/s | tokens/s | "

@@ -15,9 +15,15 @@ positions, and BERT's AdamW (weight decay 0.01 except LayerNorm and biases, epsi
 global clip norm 1). Keras picks `jit_compile=False` on a CPU-only machine; `--jit` turns
 XLA on for all. Prints one JSON line; run one framework per process (tf_keras and Keras 3
 do not share one).
+
+`--serve` is for bench/run_all.py, which times the frameworks in turns: after the warm-up
+the script prints `{"ready": true}`, then runs as many timed steps as each line of standard
+input asks for, printing `{"times": [...]}` for each, and ends with its usual JSON line
+(over all its timed steps) at an empty line or the end of input.
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -231,7 +237,26 @@ def argument_parser(description=__doc__, framework="required"):
     parser.add_argument("--one-hot", action="store_true",
                         help="ours: BertEncoder(one_hot_embeddings=True)")
     parser.add_argument("--out", help="also write the JSON here")
+    parser.add_argument("--serve", action="store_true",
+                        help="after the warm-up, run the timed steps that standard input "
+                             "asks for (see above); --steps is then unused")
     return parser
+
+
+def serve(run, warmup):
+    """`--serve`: warms up, then runs the timed steps each line of standard input asks for;
+    the times and losses of all of them."""
+    _, losses = run(max(warmup, 1), 0)
+    print(json.dumps({"ready": True}), flush=True)
+    times = []
+    for line in sys.stdin:
+        if not line.strip():
+            break
+        step_times, step_losses = run(0, int(line))
+        times += step_times
+        losses += step_losses
+        print(json.dumps({"times": step_times}), flush=True)
+    return times, losses
 
 
 def main():
@@ -241,7 +266,10 @@ def main():
     arrays = common.synthetic_batch(args.batch, args.seq)
     model, run = BUILDERS[args.framework](args, arrays)
     rss_before = common.current_rss_mb()
-    times, losses = run(max(args.warmup, 1), args.steps)
+    if args.serve:
+        times, losses = serve(run, args.warmup)
+    else:
+        times, losses = run(max(args.warmup, 1), args.steps)
     timing = common.summarize(times)
     flops = common.training_flops(args.preset, args.batch, args.seq, args.task)
     common.emit({
