@@ -109,6 +109,21 @@ def step_times(run_step, warmup, steps):
     return times
 
 
+def median_seconds_in_turns(calls, arguments):
+    """`{name: median seconds of calls[name](argument)}` over `arguments`: one untimed call of
+    each first, then, argument by argument, every call in turn, so that a change in the
+    shared machine's speed reaches them alike."""
+    for call in calls.values():
+        call(arguments[0])
+    times = {name: [] for name in calls}
+    for argument in arguments:
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call(argument)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
 def summarize(times):
     return {"median_s": statistics.median(times), "mean_s": statistics.fmean(times),
             "min_s": min(times), "steps": len(times)}

@@ -1,6 +1,7 @@
 """Raw-text classification, strings in, probabilities out: our exports vs KerasHub's pipeline.
 
-    python bench/inference.py --framework ours        # our SavedModel
+    python bench/inference.py                         # both, taking turns
+    python bench/inference.py --framework ours        # our SavedModel alone
     python bench/inference.py --framework keras_hub   # BertTextClassifier + its preprocessor
 
 Both classify with a "mini" BERT (random weights: speed does not depend on them) and the
@@ -14,7 +15,9 @@ docstrings of 120 wordpieces or more ("long"). Figures:
 - latency of one text: the signature called on one string; KerasHub's
   `predict_on_batch([text])`. (TFLite latency: bench/export_latency.py.)
 
-Prints one JSON line.
+Both pipelines run in this one process and take turns (a pass over the texts each, then one
+text each), so that a change in the shared machine's speed reaches them alike. Prints one
+JSON line, with each framework's figures under `frameworks`.
 """
 
 import argparse
@@ -27,8 +30,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
-
-from keras_bert_core.cli.demo import median_latency_ms  # noqa: E402
 
 SEQ_LENGTH = 128
 BATCH = 32
@@ -67,13 +68,8 @@ def batches(texts):
     return [texts[i:i + BATCH] for i in range(0, len(texts), BATCH)]
 
 
-def throughput(run_pass, count, repeats):
-    """Texts per second: the median time of `repeats` passes over `count` texts."""
-    times = common.step_times(run_pass, warmup=1, steps=repeats)
-    return count / statistics.median(times)
-
-
-def measure_ours(texts, vocab, args):
+def ours(vocab, directory):
+    """Our SavedModel's signature: `(pass_over(texts) -> a pass over them, classify(text))`."""
     import tensorflow as tf
 
     import keras_bert_core as kbc
@@ -84,23 +80,19 @@ def measure_ours(texts, vocab, args):
     model = BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
         "mini", vocab_size=common.VOCAB_SIZE, hidden_act="gelu_approximate")), num_classes=2)
     preprocessor = BertPreprocessor(vocab, seq_length=SEQ_LENGTH, lower_case=True)
-    results = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        serving = tf.saved_model.load(export_saved_model(
-            model, preprocessor, os.path.join(tmp, "saved_model"), warmup=False))
-        predict = serving.signatures["serving_default"]
-        for kind, sample in texts.items():
-            tensors = [tf.constant(b) for b in batches(sample)]
-            results[f"savedmodel_{kind}_texts_per_s"] = throughput(
-                lambda tensors=tensors: [predict(text=t)["probabilities"].numpy()
-                                         for t in tensors], len(sample), args.repeats)
-            results[f"savedmodel_{kind}_latency_ms"] = median_latency_ms(
-                lambda t: predict(text=tf.constant([t]))["probabilities"].numpy(),
-                sample[:args.latency_texts])
-    return results
+    serving = tf.saved_model.load(export_saved_model(
+        model, preprocessor, os.path.join(directory, "saved_model"), warmup=False))
+    predict = serving.signatures["serving_default"]
+
+    def pass_over(texts):
+        tensors = [tf.constant(batch) for batch in batches(texts)]
+        return lambda: [predict(text=t)["probabilities"].numpy() for t in tensors]
+
+    return pass_over, lambda text: predict(text=tf.constant([text]))["probabilities"].numpy()
 
 
-def measure_keras_hub(texts, vocab, args):
+def keras_hub(vocab, directory):
+    """KerasHub's classifier with its preprocessor, as `ours` gives ours."""
     import keras_hub
 
     size = common.PRESETS["mini"]
@@ -114,24 +106,45 @@ def measure_keras_hub(texts, vocab, args):
     # Probabilities out, as our signature gives them.
     model = keras_hub.models.BertTextClassifier(
         backbone, num_classes=2, preprocessor=preprocessor, activation="softmax")
-    results = {}
-    for kind, sample in texts.items():
-        results[f"keras_hub_{kind}_texts_per_s"] = throughput(
-            lambda sample=sample: model.predict(sample, batch_size=BATCH, verbose=0),
-            len(sample), args.repeats)
-        results[f"keras_hub_{kind}_latency_ms"] = median_latency_ms(
-            lambda t: model.predict_on_batch([t]), sample[:args.latency_texts])
-    return results
+
+    def pass_over(texts):
+        return lambda: model.predict(texts, batch_size=BATCH, verbose=0)
+
+    return pass_over, lambda text: model.predict_on_batch([text])
+
+
+PIPELINES = {"ours": (ours, "savedmodel"), "keras_hub": (keras_hub, "keras_hub")}
+
+
+def measure(frameworks, texts, vocab, args):
+    """`{framework: figures}`, the frameworks' pipelines taking turns."""
+    figures = {name: {} for name in frameworks}
+    with tempfile.TemporaryDirectory() as directory:
+        pipelines = {name: PIPELINES[name][0](vocab, directory) for name in frameworks}
+        for kind, sample in texts.items():
+            runs = {name: pass_over(sample) for name, (pass_over, _) in pipelines.items()}
+            seconds = common.median_seconds_in_turns(
+                {name: lambda _, run=run: run() for name, run in runs.items()},
+                range(args.repeats))
+            latency = common.median_seconds_in_turns(
+                {name: classify for name, (_, classify) in pipelines.items()},
+                sample[:args.latency_texts])
+            for name in frameworks:
+                key = PIPELINES[name][1]
+                figures[name][f"{key}_{kind}_texts_per_s"] = len(sample) / seconds[name]
+                figures[name][f"{key}_{kind}_latency_ms"] = 1000 * latency[name]
+    return figures
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--framework", choices=("ours", "keras_hub"), required=True)
+    parser.add_argument("--framework", choices=sorted(PIPELINES),
+                        help="measure this one alone (default: both, taking turns)")
     parser.add_argument("--vocab", default=None, help="uncased BERT vocab.txt")
     parser.add_argument("--short-texts", type=int, default=512)
     parser.add_argument("--long-texts", type=int, default=128)
     parser.add_argument("--latency-texts", type=int, default=40)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out")
     args = parser.parse_args()
 
@@ -139,11 +152,12 @@ def main():
 
     vocab = args.vocab or common.default_vocab()
     texts, wordpieces = corpus(vocab, args.short_texts, args.long_texts)
-    measure = measure_ours if args.framework == "ours" else measure_keras_hub
-    common.emit({"benchmark": "inference", "framework": args.framework, "preset": "mini",
+    frameworks = [args.framework] if args.framework else list(PIPELINES)
+    common.emit({"benchmark": "inference", "preset": "mini",
                  "seq_length": SEQ_LENGTH, "batch": BATCH,
                  "texts": {kind: len(sample) for kind, sample in texts.items()},
-                 "mean_wordpieces": wordpieces, **measure(texts, vocab, args),
+                 "mean_wordpieces": wordpieces,
+                 "frameworks": measure(frameworks, texts, vocab, args),
                  "tensorflow": tf.__version__}, args.out)
 
 

@@ -2,8 +2,9 @@
 
 All tokenizers run in one process on the same corpus (tests/text/data/tokenizer_corpus.jsonl)
 and the same vocabulary (all-MiniLM-L6-v2's vocab.txt by default). Each figure is the median
-of several passes over the whole corpus, after one warm-up pass. Writes
-bench/results/tokenizer.json and prints a markdown table.
+of several passes over the whole corpus, after one warm-up pass; the tokenizers take turns,
+one pass each per round, so that a change in the shared machine's speed reaches them alike.
+Writes bench/results/tokenizer.json and prints a markdown table.
 
     python bench/tokenizer_throughput.py [--vocab vocab.txt] [--batch-size 256] [--repeats 5]
 """
@@ -13,8 +14,6 @@ import json
 import os
 import pathlib
 import platform
-import statistics
-import time
 
 import common  # bench/common.py: this script runs from bench/
 import tensorflow as tf
@@ -25,16 +24,6 @@ from keras_bert_core.text import BertTokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "tokenizer.json"
-
-
-def median_seconds(run, repeats):
-    run()  # warm-up: tracing, thread pools, caches
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def tf_runner(tokenizer, lines, batch_size):
@@ -73,8 +62,8 @@ def main():
         ],
     }
     rows = []
-    for name, run in runners.items():
-        seconds = median_seconds(run, args.repeats)
+    passes = {name: lambda _, run=run: run() for name, run in runners.items()}
+    for name, seconds in common.median_seconds_in_turns(passes, range(args.repeats)).items():
         rows.append(
             {
                 "tokenizer": name,
