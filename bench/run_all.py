@@ -1,6 +1,6 @@
 """Every benchmark in one run, peers side by side: bench/results/*.json, RESULTS.md, results.png.
 
-    python bench/run_all.py            # the full run (about 40 minutes on 2 cores)
+    python bench/run_all.py            # the full run (about 45 minutes on 2 cores)
     python bench/run_all.py --quick    # fewer steps and texts, "mini" only: checks the wiring
 
 Each measurement runs in a subprocess of its own (tf_keras and Keras 3 never share one,
