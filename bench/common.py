@@ -109,19 +109,31 @@ def step_times(run_step, warmup, steps):
     return times
 
 
-def median_seconds_in_turns(calls, arguments):
-    """`{name: median seconds of calls[name](argument)}` over `arguments`: one untimed call of
-    each first, then, argument by argument, every call in turn, so that a change in the
-    shared machine's speed reaches them alike."""
-    for call in calls.values():
-        call(arguments[0])
-    times = {name: [] for name in calls}
+def timed(call):
+    """`call` (of one argument) made to return the seconds it took."""
+    def run(argument):
+        start = time.perf_counter()
+        call(argument)
+        return time.perf_counter() - start
+    return run
+
+
+def medians_in_turns(measures, arguments):
+    """`{name: median of measures[name](argument)}` over `arguments`, each measure returning
+    seconds: one untimed call of each first, then, argument by argument, every measure in
+    turn, so that a change in the shared machine's speed reaches them alike."""
+    for measure in measures.values():
+        measure(arguments[0])
+    seconds = {name: [] for name in measures}
     for argument in arguments:
-        for name, call in calls.items():
-            start = time.perf_counter()
-            call(argument)
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(seconds) for name, seconds in times.items()}
+        for name, measure in measures.items():
+            seconds[name].append(measure(argument))
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def median_seconds_in_turns(calls, arguments):
+    """`medians_in_turns` of the time each `calls[name](argument)` takes."""
+    return medians_in_turns({name: timed(call) for name, call in calls.items()}, arguments)
 
 
 def summarize(times):

@@ -16,9 +16,7 @@ matmul is also timed alone, for its FLOP/s. Prints one JSON line; `--out` also w
 
 import collections
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -55,15 +53,6 @@ def matmul_flops(op_type, a_shape, b_shape, flag_a, flag_b):
 
 def best_time(fn, repeats):
     return min(common.step_times(fn, warmup=1, steps=repeats))
-
-
-def timed(call):
-    """`call` made to return the seconds it took."""
-    def run():
-        start = time.perf_counter()
-        call()
-        return time.perf_counter() - start
-    return run
 
 
 def matmul(key, a, b):
@@ -113,17 +102,12 @@ def main():
     keys = step_matmuls(tf.function(model._loss_and_gradients).get_concrete_function(
         x, y, weights).graph)
     run_fit = train_step.keras_fit_run(model, x, y, weights)
-    # Each returns its seconds; the step's are timed inside `fit` (after a warm-up step).
-    runners = {"matmul_s": timed(matmuls_runner(keys)),
-               "optimizer_s": timed(optimizer_runner(model)),
-               "step_s": lambda: run_fit(1, 1)[0][0]}
-    for runner in runners.values():
-        runner()  # traces
-    times = {name: [] for name in runners}
-    for _ in range(args.repeats):
-        for name, runner in runners.items():
-            times[name].append(runner())
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    matmuls_alone, optimizer_alone = matmuls_runner(keys), optimizer_runner(model)
+    # The step's seconds are timed inside `fit` (after a warm-up step).
+    medians = common.medians_in_turns({
+        "matmul_s": common.timed(lambda _: matmuls_alone()),
+        "optimizer_s": common.timed(lambda _: optimizer_alone()),
+        "step_s": lambda _: run_fit(1, 1)[0][0]}, range(args.repeats))
     matmuls = []
     for key, count in sorted(collections.Counter(keys).items(),
                              key=lambda item: -matmul_flops(*item[0])):
