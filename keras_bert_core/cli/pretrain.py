@@ -1,4 +1,5 @@
-"""`kbc pretrain`: masked-LM + next-sentence pretraining from raw text or TFRecords."""
+"""`kbc pretrain`: masked-LM + next-sentence (or masked-LM only) pretraining from raw text
+or TFRecords."""
 
 import argparse
 
@@ -36,6 +37,9 @@ def add_arguments(parser):
                              "--seq-length)")
     parser.add_argument("--whole-word-masking", action="store_true",
                         help="mask every piece of a word together")
+    parser.add_argument("--no-next-sentence", dest="next_sentence", action="store_false",
+                        help="masked LM only, as RoBERTa: no next-sentence head, and each "
+                             "row of text input is one run of consecutive sentences")
     add_model_options(parser)
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="continue pretraining these weights (any supported format, or "
@@ -53,7 +57,7 @@ def add_arguments(parser):
 
 
 def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
-                     whole_word_masking=False, seed=None):
+                     whole_word_masking=False, seed=None, next_sentence=True):
     """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards."""
     from keras_bert_core.text.pretraining_data import (
         pretraining_dataset,
@@ -65,10 +69,15 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
             dataset = read_pretraining_tfrecords(
                 inputs, tokenizer, batch_size=batch_size, max_predictions_per_seq=max_predictions,
                 seed=seed, whole_word_masking=whole_word_masking)
+            if next_sentence and "nsp" not in dataset.element_spec[1]:
+                raise UserError(f"{inputs[0]}: these TFRecords hold no next-sentence labels "
+                                "(written with next_sentence=False); pretrain on them with "
+                                "--no-next-sentence")
         else:
             dataset = pretraining_dataset(
                 inputs, tokenizer, seq_length=seq_length, max_predictions_per_seq=max_predictions,
-                batch_size=batch_size, seed=seed, whole_word_masking=whole_word_masking)
+                batch_size=batch_size, seed=seed, whole_word_masking=whole_word_masking,
+                next_sentence=next_sentence)
     except ValueError as e:  # an empty file, a bad sequence length
         raise UserError(str(e)) from None
     return dataset.repeat()
@@ -103,9 +112,21 @@ def _resumed_arguments(args):
         raise UserError(f"{args.run_dir} is a `kbc {saved['command']}` run, not a pretraining "
                         "run")
     # The run's own copy of the vocabulary; its model config replaces --checkpoint.
-    arguments = {**saved["arguments"], "run_dir": args.run_dir, "resume": True,
-                 "vocab": run.file(VOCAB_FILE), "checkpoint": None}
+    # Runs saved before --no-next-sentence existed had the next-sentence head.
+    arguments = {"next_sentence": True, **saved["arguments"], "run_dir": args.run_dir,
+                 "resume": True, "vocab": run.file(VOCAB_FILE), "checkpoint": None}
     return argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
+
+
+def _take_head_weights(pretrainer, weights, source):
+    """Loads the heads `pretrainer` has from `weights`; says which it found none for (the
+    next-sentence head, continuing a masked-LM-only checkpoint with it)."""
+    wanted = pretrainer.get_head_weights().keys()
+    missing = sorted(wanted - weights.keys())
+    if missing:
+        say(f"{source}: no pretrained weights for {missing}; they start from scratch")
+    pretrainer.set_head_weights({name: weights[name] for name in wanted - set(missing)},
+                                strict=False)
 
 
 def run(args):
@@ -128,18 +149,21 @@ def run(args):
     max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
     tokenizer = BertTokenizer(vocab, lower_case=not args.cased)
     dataset = pretraining_data(args.inputs, tokenizer, args.seq_length, args.batch_size,
-                               max_predictions, args.whole_word_masking, args.seed)
+                               max_predictions, args.whole_word_masking, args.seed,
+                               args.next_sentence)
     with training_scope(args, strategy):
         if args.resume:
-            pretrainer = BertPretrainer(BertEncoder(BertConfig.from_dict(model_config)))
+            encoder = BertEncoder(BertConfig.from_dict(model_config))
         elif args.checkpoint:
             source = model_path(args.checkpoint)
             loaded, config = load_pretrainer(source)
             check_fits(config, vocab, vocab_path, args.seq_length, source)
-            pretrainer = BertPretrainer(under_global_dtype_policy(loaded.encoder))
-            pretrainer.set_head_weights(loaded.get_head_weights())
+            encoder = under_global_dtype_policy(loaded.encoder)
         else:
-            pretrainer = BertPretrainer(build_encoder(args, vocab, vocab_path)[0])
+            encoder = build_encoder(args, vocab, vocab_path)[0]
+        pretrainer = BertPretrainer(encoder, next_sentence=args.next_sentence)
+        if args.checkpoint and not args.resume:
+            _take_head_weights(pretrainer, loaded.get_head_weights(), source)
         compile_for_training(pretrainer, args, args.epochs * args.steps_per_epoch)
     if not args.resume:
         run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy)

@@ -145,14 +145,15 @@ class BertEncoder(keras.Model):
 
         Task models call this on their symbolic inputs instead of the encoder itself when they
         read only some positions of the last layer: a classifier reads `[CLS]`, the
-        pretrainer `[CLS]` and the masked positions. The last block then skips the feed-forward
-        and attention queries of every other position (a quarter of a 4-layer encoder's work,
-        a twelfth of a 12-layer one's), and computes the same values at the positions kept.
+        pretrainer the masked positions (and `[CLS]`, for its next-sentence head). The last
+        block then skips the feed-forward and attention queries of every other position (a
+        quarter of a 4-layer encoder's work, a twelfth of a 12-layer one's), and computes the
+        same values at the positions kept.
 
         Args:
             inputs: the encoder's input dict (extra keys are ignored).
-            output_positions: int32 `[batch, outputs]` with 0 (`[CLS]`) first; `"cls"` for
-                `[CLS]` alone; `None` for every position.
+            output_positions: int32 `[batch, outputs]`, with 0 (`[CLS]`) first where the
+                pooled output is read; `"cls"` for `[CLS]` alone; `None` for every position.
 
         Returns the encoder's output dict, where `sequence_output` is `[batch, outputs,
         hidden]` and `pooled_output` comes from the first of `output_positions`.

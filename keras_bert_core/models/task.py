@@ -147,9 +147,17 @@ class TaskModel(keras.Model):
     def _prepare_targets(self, x, y, y_pred, sample_weight):
         """The targets and sample weights the loss and metrics see. By default those of the
         data, where a dict of sample weights may leave outputs out (unweighted): the
-        pretrainer takes `{"mlm": masked_weights}`."""
-        if isinstance(sample_weight, dict) and isinstance(y_pred, dict):
-            sample_weight = {name: sample_weight.get(name) for name in y_pred}
+        pretrainer takes `{"mlm": masked_weights}`; and dicts may hold entries for outputs
+        the model lacks (a masked-LM-only pretrainer reads next-sentence data)."""
+        if isinstance(y_pred, dict):
+            if isinstance(y, dict):
+                missing = sorted(set(y_pred) - set(y))
+                if missing:
+                    raise ValueError(f"The data has no targets for the model's outputs "
+                                     f"{missing}; it has targets {sorted(y)}.")
+                y = {name: y[name] for name in y_pred}
+            if isinstance(sample_weight, dict):
+                sample_weight = {name: sample_weight.get(name) for name in y_pred}
         return y, sample_weight
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

@@ -113,9 +113,10 @@ def packed_dataset(sequences, seq_length, batch_size, masker=None, max_open_rows
     Rows come from `pack_sequences`, batched with the remainder dropped (static shapes).
     With a `masker`, every batch gets fresh masks (new ones each epoch, the same ones for
     a `seed`) and the dataset yields `(x, y, sample_weight)` for `BertPretrainer.fit`.
-    Next-sentence prediction does not apply to packed rows: its targets are 0 and its
-    weights 0, so only the masked LM trains (as in RoBERTa); the model's `nsp_accuracy`
-    is then meaningless.
+    Next-sentence prediction does not apply to packed rows: train them with
+    `BertPretrainer(encoder, next_sentence=False)` (masked LM only, as RoBERTa trains). A
+    pretrainer with the next-sentence head gets next-sentence targets of 0 with weights of
+    0, so its masked LM trains alone too (its `nsp_accuracy` is then meaningless).
 
     Args:
         sequences: as for `pack_sequences`; a list or any re-iterable (each epoch packs it

@@ -1,4 +1,5 @@
-"""BERT pretraining data (masked LM + next sentence prediction) from raw text, in tf.data.
+"""BERT pretraining data (masked LM + next sentence prediction, or masked LM alone) from
+raw text, in tf.data.
 
 Input is the google-research format: UTF-8 text files with one sentence per line and a
 blank line between documents. Sentence pairs are built as google-research's
@@ -9,7 +10,7 @@ batch, so it changes every epoch, both for `pretraining_dataset` and for TFRecor
 by `write_pretraining_tfrecords` (they store unmasked pairs).
 
 Every dataset here yields `(x, y, sample_weight)`, ready for `keras.Model.fit` on a model
-with two outputs named "mlm" and "nsp":
+with outputs named "mlm" and "nsp" (`BertPretrainer`):
 
 - `x["token_ids"]`, `x["segment_ids"]`, `x["padding_mask"]`: int32 `[B, seq_length]`,
   token ids with the masking applied.
@@ -20,6 +21,10 @@ with two outputs named "mlm" and "nsp":
 - `sample_weight["mlm"]`: float32 `[B, P]`, 1.0 for real predictions, 0.0 for padding slots.
 - `sample_weight["nsp"]`: float32 `[B]`, all 1.0 (Keras wants a weight per output once any
   output has one).
+
+With `next_sentence=False` (masked LM alone, for `BertPretrainer(next_sentence=False)`),
+each row is one segment, `[CLS] sentences [SEP]`: consecutive sentences of one document,
+up to the row's length; `y` and `sample_weight` then hold "mlm" only.
 
 `B = batch_size` and `P = max_predictions_per_seq` are static: batches drop the remainder.
 """
@@ -125,7 +130,7 @@ def _random_int(u, low, high):
     return low + tf.minimum(tf.cast(u * tf.cast(span, tf.float32), tf.int64), span - 1)
 
 
-def _pair_instances(docs, seed, max_num_tokens, short_seq_prob):
+def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=True):
     """Sentence-pair instances from a window of tokenized documents.
 
     Follows google-research's `create_instances_from_document`: consecutive sentences
@@ -138,13 +143,15 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob):
     draws the target length once per document; here each chunk draws its own.)
 
     All documents advance together: each loop step makes the next instance of every
-    document that has sentences left.
+    document that has sentences left. With `next_sentence=False` the whole chunk is A and
+    B is empty (trimming then cuts A alone).
 
     Args:
         docs: int ragged `[K, (sentences), (tokens)]`, no empty documents or sentences.
         seed: int64 `[2]` stateless seed.
         max_num_tokens: int, the room for A + B.
         short_seq_prob: float.
+        next_sentence: bool, whether to split chunks into pairs.
 
     Returns:
         `(tokens_a, tokens_b, labels)`: ragged `[M, (tokens)]` twice, int32 `[M]`.
@@ -172,9 +179,12 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob):
             u[0] < short_seq_prob, _random_int(u[1], 2, max_num_tokens), max_num_tokens
         )
         chunk = sentences_to_reach(i, doc_end, target)
-        num_a = tf.where(chunk > 1, _random_int(u[2], 1, chunk - 1), 1)
+        if next_sentence:
+            num_a = tf.where(chunk > 1, _random_int(u[2], 1, chunk - 1), 1)
+            is_random = (chunk == 1) | (u[3] < 0.5)
+        else:  # B, from a_end to the chunk's end, is empty
+            num_a, is_random = chunk, tf.zeros_like(chunk, tf.bool)
         a_start, a_end = tf.gather(offsets, i), tf.gather(offsets, i + num_a)
-        is_random = (chunk == 1) | (u[3] < 0.5)
 
         # A window of one document can only draw from itself, as google-research falls
         # back to when it finds no other document.
@@ -230,11 +240,14 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob):
 
 
 def _sentence_pairs(
-    files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size
+    files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
+    next_sentence,
 ):
-    """An endless-per-epoch stream of `(tokens_a, tokens_b, next_sentence_label)`."""
-    if seq_length < 5:
-        raise ValueError(f"seq_length must be at least 5, got {seq_length}.")
+    """A stream of `(tokens_a, tokens_b, next_sentence_label)`, new pairs each epoch (B
+    empty and the label 0 without `next_sentence`)."""
+    special_tokens = 3 if next_sentence else 2
+    if seq_length < special_tokens + 2:
+        raise ValueError(f"seq_length must be at least {special_tokens + 2}, got {seq_length}.")
     files = expand_text_files(files)
     docs = (
         tf.data.Dataset.from_tensor_slices(files)
@@ -254,7 +267,8 @@ def _sentence_pairs(
         docs = window.with_values(pieces)
         docs = tf.ragged.boolean_mask(docs, docs.row_lengths(axis=2) > 0)
         docs = tf.ragged.boolean_mask(docs, docs.row_lengths() > 0)
-        return _pair_instances(docs, window_seed, seq_length - 3, short_seq_prob)
+        return _pair_instances(docs, window_seed, seq_length - special_tokens, short_seq_prob,
+                               next_sentence)
 
     pairs = tf.data.Dataset.zip(docs, _seed_stream(seed, 0)).map(
         window_pairs, num_parallel_calls=tf.data.AUTOTUNE
@@ -262,19 +276,20 @@ def _sentence_pairs(
     return pairs.unbatch()
 
 
-def _packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder):
-    """Batches of `(packed_inputs, next_sentence_labels)`, int32 `[B, seq_length]` / `[B]`."""
+def _packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder, next_sentence):
+    """Batches of `(packed_inputs, next_sentence_labels)`, int32 `[B, seq_length]` / `[B]`:
+    `[CLS] A [SEP] B [SEP]`, or `[CLS] A [SEP]` without `next_sentence`."""
     packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
 
     def pack(tokens_a, tokens_b, labels):
-        return packer((tokens_a, tokens_b)), labels
+        return packer((tokens_a, tokens_b) if next_sentence else tokens_a), labels
 
     return pairs.ragged_batch(batch_size, drop_remainder=drop_remainder).map(
         pack, num_parallel_calls=tf.data.AUTOTUNE
     )
 
 
-def _masked_training_batches(batches, masker, seed):
+def _masked_training_batches(batches, masker, seed, next_sentence):
     """Applies fresh masks per batch and arranges `(x, y, sample_weight)` for `fit`."""
 
     def arrange(batch, mask_seed):
@@ -286,11 +301,11 @@ def _masked_training_batches(batches, masker, seed):
             "padding_mask": packed["padding_mask"],
             "masked_positions": masked["masked_positions"],
         }
-        y = {"mlm": masked["masked_ids"], "nsp": labels}
-        sample_weight = {
-            "mlm": masked["masked_weights"],
-            "nsp": tf.ones_like(labels, tf.float32),
-        }
+        y = {"mlm": masked["masked_ids"]}
+        sample_weight = {"mlm": masked["masked_weights"]}
+        if next_sentence:
+            y["nsp"] = labels
+            sample_weight["nsp"] = tf.ones_like(labels, tf.float32)
         return x, y, sample_weight
 
     # Under a multi-worker strategy every worker reads all the input and keeps its share of
@@ -320,6 +335,7 @@ def pretraining_dataset(
     document_buffer_size=1000,
     window_size=32,
     shuffle_buffer_size=10000,
+    next_sentence=True,
 ):
     """A streaming masked-LM + next-sentence dataset straight from raw text files.
 
@@ -348,6 +364,8 @@ def pretraining_dataset(
         document_buffer_size: int, documents held for shuffling.
         window_size: int, documents that share a tokenizer call and random-next draws.
         shuffle_buffer_size: int, sentence pairs held for shuffling.
+        next_sentence: bool; `False` makes masked-LM-only rows, one segment of consecutive
+            sentences each, without next-sentence labels.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as described in this module's
@@ -361,7 +379,8 @@ def pretraining_dataset(
     >>> pretrainer.fit(ds.repeat(), steps_per_epoch=1000, epochs=10)  # doctest: +SKIP
     """
     pairs = _sentence_pairs(
-        files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size
+        files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
+        next_sentence,
     ).shuffle(shuffle_buffer_size, seed=seed)
     masker = MaskedLMMasker(
         tokenizer,
@@ -369,8 +388,9 @@ def pretraining_dataset(
         mask_rate=mask_rate,
         whole_word_masking=whole_word_masking,
     )
-    batches = _packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder=True)
-    return _masked_training_batches(batches, masker, seed)
+    batches = _packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder=True,
+                              next_sentence=next_sentence)
+    return _masked_training_batches(batches, masker, seed, next_sentence)
 
 
 def write_pretraining_tfrecords(
@@ -385,14 +405,16 @@ def write_pretraining_tfrecords(
     document_buffer_size=1000,
     window_size=32,
     shuffle_buffer_size=10000,
+    next_sentence=True,
 ):
     """Writes unmasked sentence pairs to sharded TFRecord files, for `read_pretraining_tfrecords`.
 
     Pairs are made as in `pretraining_dataset`, `dupe_factor` times with fresh random
     splits, and written round-robin to the shards. Each `tf.train.Example` holds int64
     features `input_ids`, `input_mask`, `segment_ids` (`[seq_length]`) and
-    `next_sentence_labels` (`[1]`), named as in google-research's files; the masked-LM
-    fields are left out, so masking stays dynamic at read time.
+    `next_sentence_labels` (`[1]`; not with `next_sentence=False`), named as in
+    google-research's files; the masked-LM fields are left out, so masking stays dynamic
+    at read time.
 
     Args:
         files: a path or glob, or a list of them, of one-sentence-per-line text files.
@@ -406,6 +428,7 @@ def write_pretraining_tfrecords(
         document_buffer_size: int, as in `pretraining_dataset`.
         window_size: int, as in `pretraining_dataset`.
         shuffle_buffer_size: int, as in `pretraining_dataset`.
+        next_sentence: bool, as in `pretraining_dataset`.
 
     Returns:
         The list of shard paths.
@@ -417,23 +440,25 @@ def write_pretraining_tfrecords(
     """
     pairs = (
         _sentence_pairs(
-            files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size
+            files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
+            next_sentence,
         )
         .repeat(dupe_factor)
         .shuffle(shuffle_buffer_size, seed=seed)
     )
-    batches = _packed_batches(pairs, tokenizer, seq_length, batch_size=256, drop_remainder=False)
+    batches = _packed_batches(pairs, tokenizer, seq_length, batch_size=256, drop_remainder=False,
+                              next_sentence=next_sentence)
     paths = [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
     if os.path.dirname(output_prefix):
         tf.io.gfile.makedirs(os.path.dirname(output_prefix))
     with contextlib.ExitStack() as stack:
         writers = [stack.enter_context(tf.io.TFRecordWriter(path)) for path in paths]
-        for i, example in enumerate(_serialized_examples(batches)):
+        for i, example in enumerate(_serialized_examples(batches, next_sentence)):
             writers[i % num_shards].write(example)
     return paths
 
 
-def _serialized_examples(batches):
+def _serialized_examples(batches, next_sentence):
     """`tf.train.Example` bytes of every packed pair, in google-research's feature names."""
     for packed, labels in batches.as_numpy_iterator():
         columns = [packed["token_ids"], packed["padding_mask"], packed["segment_ids"]]
@@ -442,9 +467,10 @@ def _serialized_examples(batches):
                 name: tf.train.Feature(int64_list=tf.train.Int64List(value=column[row]))
                 for name, column in zip(_RECORD_FEATURES, columns, strict=True)
             }
-            feature["next_sentence_labels"] = tf.train.Feature(
-                int64_list=tf.train.Int64List(value=[label])
-            )
+            if next_sentence:
+                feature["next_sentence_labels"] = tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=[label])
+                )
             yield tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -473,7 +499,9 @@ def read_pretraining_tfrecords(
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as described in this module's
-        docstring, with the sequence length the files were written with. One pass; add
+        docstring, with the sequence length the files were written with, and "nsp" targets
+        where the files hold next-sentence labels (not if written with
+        `next_sentence=False`). One pass; add
         `.repeat()` for more. Under a multi-worker strategy every worker reads all the
         shards and keeps its share of each batch.
 
@@ -486,11 +514,12 @@ def read_pretraining_tfrecords(
     first = next(iter(tf.data.TFRecordDataset(paths).take(1)), None)
     if first is None:
         raise ValueError(f"No records in {paths}.")
-    seq_length = len(
-        tf.train.Example.FromString(first.numpy()).features.feature["input_ids"].int64_list.value
-    )
+    features = tf.train.Example.FromString(first.numpy()).features.feature
+    seq_length = len(features["input_ids"].int64_list.value)
+    next_sentence = "next_sentence_labels" in features
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _RECORD_FEATURES}
-    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    if next_sentence:
+        spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
 
     def parse(serialized):
         record = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}
@@ -499,6 +528,8 @@ def read_pretraining_tfrecords(
             "padding_mask": record["input_mask"],
             "segment_ids": record["segment_ids"],
         }
+        if not next_sentence:  # unused
+            return packed, tf.zeros_like(record["input_ids"][:, 0])
         return packed, record["next_sentence_labels"][:, 0]
 
     batches = (
@@ -520,4 +551,4 @@ def read_pretraining_tfrecords(
         mask_rate=mask_rate,
         whole_word_masking=whole_word_masking,
     )
-    return _masked_training_batches(batches, masker, seed)
+    return _masked_training_batches(batches, masker, seed, next_sentence)

@@ -139,6 +139,32 @@ def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision_with_
     assert model.encoder.blocks[0].dtype_policy.name == "mixed_bfloat16"
 
 
+def test_pretrain_masked_lm_only_from_a_next_sentence_checkpoint(kbc, corpus, pretrain_run,
+                                                                 tmp_path):
+    from keras_bert_core.models import BertPretrainer
+    from keras_bert_core.text import BertTokenizer
+    from keras_bert_core.text.pretraining_data import write_pretraining_tfrecords
+
+    shards = write_pretraining_tfrecords(corpus, BertTokenizer(str(VOCAB)),
+                                         str(tmp_path / "data" / "corpus"), seq_length=32,
+                                         next_sentence=False)
+    arguments = [*shards, "--checkpoint", pretrain_run, "--batch-size", 4, "--seq-length", 32,
+                 "--epochs", 1, "--steps-per-epoch", 2]
+    refused = kbc("pretrain", *arguments, "--run-dir", tmp_path / "refused")
+    assert refused.code == 2 and "hold no next-sentence labels" in refused.err
+    assert "--no-next-sentence" in refused.err and "Traceback" not in refused.err
+
+    result = kbc("pretrain", *arguments, "--no-next-sentence", "--run-dir", tmp_path / "run")
+    assert result.code == 0, result.err
+    assert "no pretrained weights" not in result.err  # the masked-LM head came along
+    run = RunDirectory.open(tmp_path / "run")
+    assert run.config()["arguments"]["next_sentence"] is False
+    assert {"loss", "mlm_accuracy"} <= set(run.read_json("metrics.json"))
+    assert "nsp_accuracy" not in run.read_json("metrics.json")
+    model = keras.saving.load_model(tmp_path / "run" / "model.keras", compile=False)
+    assert isinstance(model, BertPretrainer) and model.next_sentence is None
+
+
 def test_classifier_run_evaluates_and_predicts(kbc, classify_run, tmp_path, monkeypatch):
     metrics = RunDirectory.open(classify_run).read_json("metrics.json")
     assert set(metrics) == {"train", "validation"}

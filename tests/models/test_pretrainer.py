@@ -13,9 +13,9 @@ HEAD_SHAPES = {
     "mlm/output_bias": (VOCAB,), "nsp/kernel": (128, 2), "nsp/bias": (2,)}
 
 
-def make_pretrainer(**encoder_options):
+def make_pretrainer(next_sentence=True, **encoder_options):
     options = {"dropout": 0.0, "attention_dropout": 0.0, "num_layers": 1, **encoder_options}
-    return BertPretrainer(tiny_encoder(**options))
+    return BertPretrainer(tiny_encoder(**options), next_sentence=next_sentence)
 
 
 def make_batch():
@@ -150,6 +150,45 @@ def test_set_head_weights_not_strict_keeps_missing_weights():
     after = model.get_head_weights()
     np.testing.assert_array_equal(after["mlm/output_bias"], np.ones(VOCAB))
     np.testing.assert_array_equal(after["nsp/kernel"], before["nsp/kernel"])
+
+
+def test_masked_lm_only_computes_the_same_masked_lm_without_the_next_sentence_head():
+    full = make_pretrainer(num_layers=2)
+    model = make_pretrainer(next_sentence=False, num_layers=2)
+    model.encoder.set_weights(full.encoder.get_weights())
+    model.set_head_weights({name: value for name, value in full.get_head_weights().items()
+                            if name.startswith("mlm/")})
+    x, y, weights = make_batch()
+    out = model(x)
+    assert set(out) == {"mlm"} and model.next_sentence is None
+    # Its last block computes only the masked positions, [CLS] not among them.
+    np.testing.assert_allclose(out["mlm"], full(x)["mlm"], rtol=1e-5, atol=1e-5)
+    assert set(model.get_head_weights()) == set(HEAD_SHAPES) - {"nsp/kernel", "nsp/bias"}
+    # Only the next-sentence head reads the pooler: it is not trained.
+    pooler = {id(w) for w in model.encoder.pooler.weights}
+    assert pooler and not pooler & {id(w) for w in model.trainable_weights}
+
+    model.compile(run_eagerly=True)
+    # Next-sentence targets and weights in the data are ignored.
+    result = model.evaluate(x, y, sample_weight=weights, batch_size=BATCH, return_dict=True,
+                            verbose=0)
+    mlm_losses = cross_entropy(np.asarray(out["mlm"]), y["mlm"])
+    assert result.keys() == {"loss", "mlm_accuracy"}
+    np.testing.assert_allclose(
+        result["loss"], (mlm_losses * weights["mlm"]).sum() / weights["mlm"].sum(), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"no targets for the model's outputs \['mlm'\]"):
+        model.evaluate(x, {"nsp": y["nsp"]}, verbose=0)
+
+
+def test_masked_lm_only_saves_and_loads(tmp_path):
+    model = make_pretrainer(next_sentence=False)
+    x, y, weights = make_batch()
+    model.fit(x, y, sample_weight=weights, batch_size=BATCH, verbose=0)
+    model.save(tmp_path / "mlm.keras")
+    loaded = keras.saving.load_model(tmp_path / "mlm.keras")
+    assert loaded.next_sentence is None and set(loaded(x)) == {"mlm"}
+    np.testing.assert_allclose(loaded(x)["mlm"], model(x)["mlm"], rtol=1e-5, atol=1e-5)
+    assert np.isfinite(loaded.fit(x, y, sample_weight=weights, verbose=0).history["loss"]).all()
 
 
 def test_factorized_embeddings_albert_style():

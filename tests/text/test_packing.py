@@ -113,9 +113,10 @@ def test_a_packed_row_computes_what_separate_rows_would():
                                rtol=1e-5)
 
 
-def test_pretrainer_fits_on_packed_batches():
+@pytest.mark.parametrize("next_sentence", [False, True], ids=["mlm_only", "with_nsp_head"])
+def test_pretrainer_fits_on_packed_batches(next_sentence):
     config = kbc.BertConfig.preset("tiny", vocab_size=len(VOCAB), max_position_embeddings=32)
-    model = BertPretrainer(kbc.BertEncoder(config))
+    model = BertPretrainer(kbc.BertEncoder(config), next_sentence=next_sentence)
     docs = documents(np.random.default_rng(4).integers(4, 20, 100))
     data = packed_dataset(docs, 32, 8, masker=MaskedLMMasker(VOCAB, 6), seed=5)
     history = model.fit(data, steps_per_epoch=2, shuffle=False, verbose=0)

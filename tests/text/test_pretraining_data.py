@@ -229,6 +229,46 @@ def test_tfrecords_round_trip(dataset, corpus, tokenizer, tmp_path):
     np.testing.assert_array_equal(first, next(iter(again))[0]["token_ids"])
 
 
+def masked_lm_rows(batches):
+    """The tokens of every masked-LM-only row, masked ids put back; checks the layout."""
+    rows = []
+    for x, y, w in batches:
+        assert set(y) == set(w) == {"mlm"}
+        ids = x["token_ids"].copy()
+        rows_, slots = np.nonzero(w["mlm"])
+        ids[rows_, x["masked_positions"][rows_, slots]] = y["mlm"][rows_, slots]
+        for r in range(len(ids)):
+            tokens = ids[r][x["padding_mask"][r] == 1]
+            assert tokens[0] == CLS and list(tokens).count(SEP) == 1 and tokens[-1] == SEP
+            assert not x["segment_ids"][r].any()
+            rows.append([VOCAB[t] for t in tokens[1:-1]])
+    return rows
+
+
+def test_masked_lm_only_rows_are_runs_of_one_document(corpus, tokenizer, tmp_path):
+    ds = make_dataset(corpus, tokenizer, seed=5, next_sentence=False)
+    x, y, w = ds.element_spec
+    assert x["token_ids"].shape == (BATCH, SEQ_LENGTH) and y["mlm"].shape == (BATCH, SLOTS)
+    rows = masked_lm_rows(ds.as_numpy_iterator())
+    assert len(rows) > 100
+    for tokens in rows:
+        assert tokens and len(tokens) <= SEQ_LENGTH - 2
+        assert len(set(markers(tokens, "d"))) == 1  # one document,
+        assert markers(tokens, "s") == sorted(markers(tokens, "s"))  # its sentences in order
+    # Rows fill up to the sequence length, except at the end of a document.
+    assert np.mean([len(tokens) for tokens in rows]) > 0.6 * (SEQ_LENGTH - 2)
+
+    paths = write_pretraining_tfrecords(
+        str(corpus / "part-*.txt"), tokenizer, str(tmp_path / "mlm"), seq_length=SEQ_LENGTH,
+        seed=3, window_size=6, shuffle_buffer_size=100, next_sentence=False)
+    record = tf.train.Example.FromString(next(tf.data.TFRecordDataset(paths).as_numpy_iterator()))
+    assert "next_sentence_labels" not in record.features.feature
+    read = read_pretraining_tfrecords(paths, tokenizer, batch_size=BATCH,
+                                      max_predictions_per_seq=SLOTS, seed=4)
+    assert read.element_spec == ds.element_spec
+    assert len(masked_lm_rows(read.as_numpy_iterator())) > 100
+
+
 def test_documents_stream_across_blocks(tmp_path):
     path = tmp_path / "docs.txt"
     path.write_text("\n\na1\na2\n\n\n  \nb1\nb2\nb3\nb4\n\nc1\n \nd1\nd2")
