@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_core.text import BertTokenizer
+from keras_bert_core.text import tokenizer as tokenizer_module
 
 CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -113,6 +114,22 @@ def test_offsets_and_word_ids_equal_reference(vocab_file, reference, corpus):
                 for s, e in zip(line_starts, line_ends, strict=True)]
         assert ours == encoding.offsets, line
         assert line_words == encoding.word_ids, line
+
+
+def test_character_route_in_two_halves_keeps_every_row_in_place(vocab_file, corpus):
+    # From _ROWS_TO_SPLIT_CHARACTER_ROUTE non-ASCII rows on, the character route runs on two
+    # halves of them side by side: each row must come back as it does alone.
+    non_ascii = [line for line in corpus if not line.isascii()]
+    ascii_lines = [line for line in corpus if line.isascii()]
+    rows = tokenizer_module._ROWS_TO_SPLIT_CHARACTER_ROUTE + 5
+    lines = [line for pair in zip(non_ascii[:rows], ascii_lines, strict=False) for line in pair]
+    tokenizer = BertTokenizer(vocab_file)
+    together = tokenizer.tokenize_with_offsets(lines)
+    alone = tf.function(tokenizer.tokenize_with_offsets)
+    for row, line in enumerate(lines):
+        for whole, one in zip(together, alone(tf.constant([line])), strict=True):
+            assert whole[row].numpy().tolist() == one[0].numpy().tolist(), line
+    assert tokenizer(lines).to_list() == together[0].to_list()
 
 
 def test_offsets_locate_wordpieces_in_the_input():
