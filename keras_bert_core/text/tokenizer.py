@@ -12,9 +12,9 @@ Two pipelines share one layer:
   (punctuation, CJK ideograph) or word character; the lines are rebuilt from the normalized
   characters with spaces between words, split on spaces and cut into wordpieces (with
   offsets, words are joined with ``UnsortedSegmentJoin`` instead, keeping each character's
-  input span). Its string ops are single-threaded, so a batch with many such lines runs
-  them in two halves side by side. It uses TensorFlow core ops plus tf.text's
-  ``NormalizeUTF8`` and ``FastWordpieceTokenizeWithOffsets``, all of which TF Serving links.
+  input span). It uses TensorFlow core ops plus tf.text's ``NormalizeUTF8`` and
+  ``FastWordpieceTokenizeWithOffsets``, all of which TF Serving links. Both routes are
+  chains of single-threaded ops, so a route with many rows runs on two halves side by side.
 * ``tflite_compatible=True`` runs tf.text's ``FastBertNormalize`` and
   ``FastWordpieceTokenize`` (with its built-in pre-tokenization) on whole strings: the only
   ops are those tf.text's TFLite op registrar resolves. Where its ids differ from the
@@ -87,10 +87,10 @@ _REMOVED_CHAR, _WHITESPACE_CHAR, _ISOLATED_CHAR, _WORD_CHAR = 0, 1, 2, 3
 # both. Other ASCII control characters are excluded: the reference removes them, the fast
 # pre-tokenizer splits on them.
 _PLAIN_ASCII = r"[\x20-\x7e\t\n\r]*"
-# The character route is a chain of single-threaded string ops: from this many rows on, two
-# halves of them run side by side (1.3x lines/s on 2 cores at batch 256; below, the second
-# chain of ops costs more than it gains).
-_ROWS_TO_SPLIT_CHARACTER_ROUTE = 32
+# Each route is a chain of single-threaded string ops: from this many rows on, it runs on two
+# halves of them side by side (1.5x lines/s on 2 cores at batch 256; with fewer rows the
+# second chain of ops costs about what it gains).
+_ROWS_TO_SPLIT_A_ROUTE = 32
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -425,14 +425,14 @@ def _too_long(words):
 
 
 def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
-    """Tokenizes the selected rows of `text` with one function and the others (in two halves
-    side by side, when there are many) with another; returns their ragged results (one per
-    dtype in `dtypes`) with rows in input order."""
+    """Tokenizes the selected rows of `text` with one function and the others with another
+    (either on two halves of its rows side by side, when it has many); returns their ragged
+    results (one per dtype in `dtypes`) with rows in input order."""
     rows = tf.range(tf.shape(text)[0])
     selected_rows = tf.boolean_mask(rows, selected)
     other_rows = tf.boolean_mask(rows, ~selected)
 
-    def tokenize_rows(tokenize, part, split_from=None):
+    def tokenize_rows(tokenize, part):
         # A route with no rows is skipped, not run on an empty batch: a one-text request
         # (TF Serving's usual) takes one route, and each route is ~50 ops.
         def no_rows():
@@ -446,8 +446,6 @@ def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
             return tokenize(tf.gather(text, part))
 
         size = tf.size(part)
-        if split_from is None:
-            return tf.cond(size > 0, all_rows, no_rows)
 
         def halves():
             half = size // 2
@@ -455,13 +453,13 @@ def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
                          tokenize(tf.gather(text, part[half:])), strict=True)
             return tuple(tf.concat([a, b], 0) for a, b in pieces)
 
-        branch = tf.minimum(size, 1) + tf.cast(size >= split_from, tf.int32)
+        branch = tf.minimum(size, 1) + tf.cast(size >= _ROWS_TO_SPLIT_A_ROUTE, tf.int32)
         return tf.switch_case(branch, [no_rows, all_rows, halves])
 
     order = tf.math.invert_permutation(tf.concat([selected_rows, other_rows], 0))
     parts = zip(
         tokenize_rows(tokenize_selected, selected_rows),
-        tokenize_rows(tokenize_others, other_rows, _ROWS_TO_SPLIT_CHARACTER_ROUTE),
+        tokenize_rows(tokenize_others, other_rows),
         strict=True,
     )
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)

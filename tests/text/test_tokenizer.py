@@ -116,12 +116,12 @@ def test_offsets_and_word_ids_equal_reference(vocab_file, reference, corpus):
         assert line_words == encoding.word_ids, line
 
 
-def test_character_route_in_two_halves_keeps_every_row_in_place(vocab_file, corpus):
-    # From _ROWS_TO_SPLIT_CHARACTER_ROUTE non-ASCII rows on, the character route runs on two
-    # halves of them side by side: each row must come back as it does alone.
+def test_routes_in_two_halves_keep_every_row_in_place(vocab_file, corpus):
+    # With _ROWS_TO_SPLIT_A_ROUTE rows or more, a route runs on two halves of them side by
+    # side: each row must come back as it does alone.
     non_ascii = [line for line in corpus if not line.isascii()]
     ascii_lines = [line for line in corpus if line.isascii()]
-    rows = tokenizer_module._ROWS_TO_SPLIT_CHARACTER_ROUTE + 5
+    rows = tokenizer_module._ROWS_TO_SPLIT_A_ROUTE + 5
     lines = [line for pair in zip(non_ascii[:rows], ascii_lines, strict=False) for line in pair]
     tokenizer = BertTokenizer(vocab_file)
     together = tokenizer.tokenize_with_offsets(lines)
