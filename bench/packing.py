@@ -4,8 +4,8 @@
 
 Documents are the prose sentences of the Python standard library's docstrings (a few to
 a few dozen wordpieces each: a length-skewed corpus), tokenized by `BertPreprocessor`
-as `[CLS] sentence [SEP]`. The same `BertPretrainer` trains on them two ways, masked by
-the same `MaskedLMMasker` (20 predictions per row, masked LM only):
+as `[CLS] sentence [SEP]`. The same `BertPretrainer(next_sentence=False)` (masked LM only)
+trains on them two ways, masked by the same `MaskedLMMasker` (20 predictions per row):
 
 - padded: one document per row, padded to `seq`;
 - packed: `text.packing.packed_dataset`, greedy first fit, document ids in `padding_mask`.
@@ -53,11 +53,9 @@ def padded_dataset(docs, seq, batch, masker, seed):
 
     def arrange(x, mask_seed):
         masked = masker(x["token_ids"], x["padding_mask"], seed=mask_seed)
-        zeros = tf.zeros([batch], tf.int32)
         return ({**x, "token_ids": masked["token_ids"],
                  "masked_positions": masked["masked_positions"]},
-                {"mlm": masked["masked_ids"], "nsp": zeros},
-                {"mlm": masked["masked_weights"], "nsp": tf.cast(zeros, tf.float32)})
+                {"mlm": masked["masked_ids"]}, {"mlm": masked["masked_weights"]})
 
     seeds = tf.data.Dataset.random(seed=seed).batch(2)
     return tf.data.Dataset.zip(rows.batch(batch, drop_remainder=True), seeds).map(arrange)
@@ -153,7 +151,7 @@ def main():
     masker = MaskedLMMasker(vocab, max_predictions_per_seq=common.MAX_PREDICTIONS)
     config = kbc.BertConfig.preset(args.preset, vocab_size=common.VOCAB_SIZE,
                                    hidden_act="gelu_approximate")
-    model = BertPretrainer(kbc.BertEncoder(config))
+    model = BertPretrainer(kbc.BertEncoder(config), next_sentence=False)
     packed = materialize(packed_dataset(docs, args.seq, args.batch, masker, seed=1), count)
     padded = materialize(padded_dataset(docs, args.seq, args.batch, masker, seed=1), count)
 
