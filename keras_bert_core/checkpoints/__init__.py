@@ -7,6 +7,7 @@ from keras_bert_core.checkpoints.loader import (
     convert_checkpoint,
     detect_format,
     load_checkpoint,
+    load_head_weights,
     load_pretrainer,
     read_pretraining_head_weights,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "detect_format",
     "encoder_variables",
     "load_checkpoint",
+    "load_head_weights",
     "load_pretrainer",
     "read_pretraining_head_weights",
     "save_google_research_checkpoint",

@@ -135,12 +135,25 @@ def load_pretrainer(path, config=None):
     encoder, config = load_checkpoint(path, config)
     heads = read_pretraining_head_weights(path) if fmt in _HEAD_FORMATS else None
     pretrainer = BertPretrainer(encoder)
-    missing = sorted(set(pretrainer.get_head_weights()) - set(heads or {}))
+    missing = load_head_weights(pretrainer, heads or {})
     if missing:
         warnings.warn(f"{path}: no pretrained weights for {missing}; they keep their fresh "
                       "initialization", stacklevel=2)
-    pretrainer.set_head_weights(heads or {}, strict=False)
     return pretrainer, config
+
+
+def load_head_weights(pretrainer, weights):
+    """Loads the heads `pretrainer` has from `weights` (named as `get_head_weights` names
+    them), ignoring the weights of heads it lacks (the next-sentence head, for a
+    masked-LM-only pretrainer).
+
+    Returns:
+        The sorted names it found no weights for; those keep their values.
+    """
+    names = pretrainer.get_head_weights().keys()
+    pretrainer.set_head_weights({name: value for name, value in weights.items() if name in names},
+                                strict=False)
+    return sorted(names - weights.keys())
 
 
 def convert_checkpoint(src, dst, config=None):

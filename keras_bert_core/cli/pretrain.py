@@ -118,19 +118,8 @@ def _resumed_arguments(args):
     return argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
 
 
-def _take_head_weights(pretrainer, weights, source):
-    """Loads the heads `pretrainer` has from `weights`; says which it found none for (the
-    next-sentence head, continuing a masked-LM-only checkpoint with it)."""
-    wanted = pretrainer.get_head_weights().keys()
-    missing = sorted(wanted - weights.keys())
-    if missing:
-        say(f"{source}: no pretrained weights for {missing}; they start from scratch")
-    pretrainer.set_head_weights({name: weights[name] for name in wanted - set(missing)},
-                                strict=False)
-
-
 def run(args):
-    from keras_bert_core.checkpoints import load_pretrainer
+    from keras_bert_core.checkpoints import load_head_weights, load_pretrainer
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
     from keras_bert_core.models.pretrainer import BertPretrainer
@@ -162,8 +151,11 @@ def run(args):
         else:
             encoder = build_encoder(args, vocab, vocab_path)[0]
         pretrainer = BertPretrainer(encoder, next_sentence=args.next_sentence)
-        if args.checkpoint and not args.resume:
-            _take_head_weights(pretrainer, loaded.get_head_weights(), source)
+        if args.checkpoint:  # (None when resuming)
+            # A next-sentence head continuing a masked-LM-only checkpoint has none.
+            missing = load_head_weights(pretrainer, loaded.get_head_weights())
+            if missing:
+                say(f"{source}: no pretrained weights for {missing}; they start from scratch")
         compile_for_training(pretrainer, args, args.epochs * args.steps_per_epoch)
     if not args.resume:
         run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy)

@@ -52,14 +52,20 @@ def make_dataset(corpus, tokenizer, seed=1, **kwargs):
     )
 
 
+def unmasked_ids(x, y, w):
+    """The batch's token ids with the original ids put back at the real masked positions."""
+    ids = x["token_ids"].copy()
+    rows, slots = np.nonzero(w["mlm"])
+    ids[rows, x["masked_positions"][rows, slots]] = y["mlm"][rows, slots]
+    return ids
+
+
 def unmasked_pairs(batches):
     """(tokens_a, tokens_b, label) of every example, with the masked ids put back."""
     pairs = []
     for x, y, w in batches:
-        ids = x["token_ids"].copy()
-        rows, slots = np.nonzero(w["mlm"])
-        assert (ids[rows, x["masked_positions"][rows, slots]] != y["mlm"][rows, slots]).any()
-        ids[rows, x["masked_positions"][rows, slots]] = y["mlm"][rows, slots]
+        ids = unmasked_ids(x, y, w)
+        assert (ids != x["token_ids"]).any()
         for r in range(len(ids)):
             tokens = ids[r][x["padding_mask"][r] == 1]
             first_sep = list(tokens).index(SEP)
@@ -234,9 +240,7 @@ def masked_lm_rows(batches):
     rows = []
     for x, y, w in batches:
         assert set(y) == set(w) == {"mlm"}
-        ids = x["token_ids"].copy()
-        rows_, slots = np.nonzero(w["mlm"])
-        ids[rows_, x["masked_positions"][rows_, slots]] = y["mlm"][rows_, slots]
+        ids = unmasked_ids(x, y, w)
         for r in range(len(ids)):
             tokens = ids[r][x["padding_mask"][r] == 1]
             assert tokens[0] == CLS and list(tokens).count(SEP) == 1 and tokens[-1] == SEP
