@@ -18,12 +18,12 @@ import functools
 import json
 import math
 import os
-import shutil
 import time
 
 from keras_bert_core import __version__
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
+from keras_bert_core.files import overlaps, remove
 
 METRICS_FILE = "metrics.json"
 CURVES_FILE = "curves.png"
@@ -33,18 +33,24 @@ def default_run_dir(name):
     return os.path.join("runs", f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
-def claim_output(path, overwrite=False, make_parent=False):
+def claim_output(path, overwrite=False, make_parent=False, inputs=()):
     """Checks that `path` (a file or folder about to be written) may be written: an existing
     one is an error unless `overwrite`, which removes it; the nearest existing folder above
-    it must be writable. With `make_parent`, missing parent folders are created."""
+    it must be writable. With `make_parent`, missing parent folders are created.
+
+    `inputs` are the files and folders the same command reads: an output that is or holds
+    one of them is refused, and so is replacing an existing output inside one of them (a
+    new output inside an input folder, e.g. an export inside its run, is fine).
+    """
+    clash = overlaps(path, [p for p in inputs if p])
+    if clash and (clash[1] != "is inside" or (overwrite and os.path.lexists(path))):
+        given, how = clash
+        raise UserError(f"the output {path} {how} the input {given}; choose another output")
     if os.path.lexists(path):
         if not overwrite:
             raise UserError(f"{path} already exists; pass --overwrite to replace it, or "
                             "choose another output")
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
+        remove(path)
     parent = os.path.dirname(os.path.abspath(path))
     existing = parent
     while not os.path.exists(existing):
