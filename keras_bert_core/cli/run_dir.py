@@ -35,8 +35,10 @@ def default_run_dir(name):
 
 def claim_output(path, overwrite=False, make_parent=False, inputs=()):
     """Checks that `path` (a file or folder about to be written) may be written: an existing
-    one is an error unless `overwrite`, which removes it; the nearest existing folder above
-    it must be writable. With `make_parent`, missing parent folders are created.
+    one is an error unless `overwrite`; the nearest existing folder above it must be
+    writable. With `make_parent`, missing parent folders are created. Nothing is removed
+    here: write the output with `files.replaced_when_complete`, so that a failed command
+    leaves the old one in place.
 
     `inputs` are the files and folders the same command reads: an output that is or holds
     one of them is refused, and so is replacing an existing output inside one of them (a
@@ -50,7 +52,6 @@ def claim_output(path, overwrite=False, make_parent=False, inputs=()):
         if not overwrite:
             raise UserError(f"{path} already exists; pass --overwrite to replace it, or "
                             "choose another output")
-        remove(path)
     parent = os.path.dirname(os.path.abspath(path))
     existing = parent
     while not os.path.exists(existing):
@@ -104,12 +105,13 @@ class RunDirectory:
         run = cls(path, strategy)
         run.claim(overwrite)
         if run.chief:
+            remove(path)
             os.makedirs(path)
         return run
 
     def claim(self, overwrite=False):
         """Checks that `create` can make the folder: an existing one is an error unless
-        `overwrite`, which removes it. Only the chief claims the folder: the other workers
+        `overwrite` (`create` removes it). Only the chief claims the folder: the other workers
         write into the chief's, so they must leave it alone."""
         if self.chief:
             claim_output(self.path, overwrite)
