@@ -23,9 +23,10 @@ import uuid
 
 
 def partial_path(path):
-    """A hidden, unique name beside `path` for its content while it is written."""
+    """A hidden, unique name beside `path` for its content while it is written; it keeps the
+    name's endings, which some writers check (`.keras`, `.weights.h5`)."""
     folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.partial-{uuid.uuid4().hex[:8]}")
+    return os.path.join(folder, f".partial-{uuid.uuid4().hex[:8]}.{name}")
 
 
 def remove(path):
