@@ -30,6 +30,7 @@ from keras_bert_core.text.task_data import TextClassificationData, classificatio
 from keras_bert_core.training import (
     create_optimizer,
     distribution_strategy,
+    fit_resumable,
     per_replica_batch_size,
     training_callbacks,
 )
@@ -83,11 +84,14 @@ def main():
         encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=len(WORDS)))
         model = BertClassifier(encoder, num_classes=2)
         model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
-    # Backups make the run resumable; under multi_worker only the chief writes logs.
-    history = model.fit(dataset, epochs=epochs, verbose=2,
-                        callbacks=training_callbacks(args.run_dir, tensorboard=False,
-                                                     strategy=strategy))
-    print(f"accuracy {history.history['accuracy'][-1]:.2f}")
+    # Backups make the run resumable (run it again after a kill: it continues where its
+    # newest backup left it); under multi_worker only the chief writes logs.
+    history = fit_resumable(model, dataset, args.run_dir, epochs=epochs,
+                            steps_per_epoch=len(data) // args.global_batch_size, verbose=2,
+                            callbacks=training_callbacks(args.run_dir, tensorboard=False,
+                                                         strategy=strategy))
+    if history:  # None when an earlier run in --run-dir had already finished
+        print(f"accuracy {history.history['accuracy'][-1]:.2f}")
 
 
 if __name__ == "__main__":

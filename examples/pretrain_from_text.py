@@ -24,7 +24,7 @@ from keras_bert_core.text.stdlib_corpus import (
     write_pretraining_corpus,
 )
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
-from keras_bert_core.training import completed_epochs, create_optimizer, training_callbacks
+from keras_bert_core.training import create_optimizer, fit_resumable, training_callbacks
 
 
 def main():
@@ -58,19 +58,18 @@ def main():
     total_steps = epochs * steps_per_epoch
     pretrainer.compile(optimizer=create_optimizer(5e-4, total_steps, total_steps // 10))
     run_dir = os.path.join(args.output, "run")
-    # A rerun resumes from the last backup: skip the batches it already trained on.
-    done = completed_epochs(run_dir)
-    history = pretrainer.fit(dataset.repeat().skip(done * steps_per_epoch), epochs=epochs,
-                             steps_per_epoch=steps_per_epoch,
-                             callbacks=training_callbacks(run_dir, log_every_steps=10),
-                             verbose=2)
+    # A rerun resumes from the newest backup, past the batches it already trained on.
+    history = fit_resumable(pretrainer, dataset, run_dir, epochs=epochs,
+                            steps_per_epoch=steps_per_epoch, verbose=2,
+                            callbacks=training_callbacks(run_dir, log_every_steps=10))
 
     # 5. The encoder, for fine-tuning (kbc.load_checkpoint reads it back).
     path = os.path.join(args.output, "encoder.keras")
     pretrainer.encoder.save(path)
     encoder, _ = kbc.load_checkpoint(path)
-    print(f"masked-LM accuracy {history.history['mlm_accuracy'][-1]:.3f}; "
-          f"saved {encoder.count_params():,} encoder weights to {path}")
+    if history:  # None when an earlier run had already finished
+        print(f"masked-LM accuracy {history.history['mlm_accuracy'][-1]:.3f}")
+    print(f"saved {encoder.count_params():,} encoder weights to {path}")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ _EXPORTS = {
     "export_tflite": "keras_bert_core.export",
     "distribution_strategy": "keras_bert_core.training",
     "training_callbacks": "keras_bert_core.training",
+    "fit_resumable": "keras_bert_core.training",
     "WarmupLinearDecay": "keras_bert_core.training",
     "BertAdamW": "keras_bert_core.optimizers",
     "BertLamb": "keras_bert_core.optimizers",

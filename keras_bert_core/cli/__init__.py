@@ -92,8 +92,9 @@ def user_error_message(error):
     # Loaded only after a failure: by then the subcommand has imported them anyway.
     from keras_bert_core.checkpoints.weights import CheckpointError
     from keras_bert_core.text.task_data import DataError
+    from keras_bert_core.training.callbacks import TrainingError
 
-    if isinstance(error, (DataError, CheckpointError)):
+    if isinstance(error, (DataError, CheckpointError, TrainingError)):
         return str(error)
     if isinstance(error, OSError) and error.filename is not None:
         return f"{error.filename}: {error.strerror or error}"

@@ -1,6 +1,7 @@
 """What the subcommands share: common options, and turning them into vocabularies, encoders,
 strategies and progress reports. TensorFlow is imported inside the functions that need it."""
 
+import argparse
 import contextlib
 import dataclasses
 import os
@@ -19,7 +20,7 @@ VOCAB_FILE = "vocab.txt"
 def add_vocab_options(parser, seq_length, vocab_help="the WordPiece vocab.txt"):
     group = parser.add_argument_group("text")
     group.add_argument("--vocab", metavar="FILE", help=vocab_help)
-    group.add_argument("--seq-length", type=int, default=seq_length,
+    group.add_argument("--seq-length", type=int_at_least(3), default=seq_length,
                        help="tokens per sequence, [CLS] and [SEP] included")
     group.add_argument("--cased", action="store_true",
                        help="keep case and accents (a cased vocabulary); default: uncased")
@@ -36,7 +37,7 @@ def add_model_options(parser):
 
 def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1):
     group = parser.add_argument_group("training")
-    group.add_argument("--batch-size", type=int, default=batch_size,
+    group.add_argument("--batch-size", type=positive_int, default=batch_size,
                        help="global batch size, split across replicas")
     group.add_argument("--learning-rate", type=float, default=learning_rate,
                        help="peak learning rate (AdamW, linear warmup then linear decay)")
@@ -60,6 +61,33 @@ def add_run_options(parser):
                        help="where to write the run (default: runs/<command>-<time>)")
     group.add_argument("--overwrite", action="store_true",
                        help="replace an existing run directory")
+    group.add_argument("--backup-every", type=positive_int, default=100, metavar="STEPS",
+                       help="back up the training state every this many steps (and at "
+                            "every epoch end), keeping the two newest: a killed run loses "
+                            "at most this many steps")
+    group.add_argument("--resume", action="store_true",
+                       help="continue the run in --run-dir from its newest backup, with the "
+                            "arguments it was started with")
+
+
+def positive_int(text):
+    """argparse type: a whole number of at least 1."""
+    return int_at_least(1)(text)
+
+
+def int_at_least(least):
+    """argparse type: a whole number of at least `least`."""
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is less than {least}")
+        return value
+
+    return parse
 
 
 def say(message):

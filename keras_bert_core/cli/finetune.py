@@ -9,17 +9,18 @@ from keras_bert_core.cli.common import (
     build_encoder,
     compile_for_training,
     find_vocab,
+    positive_int,
     read_vocab,
     say,
     training_scope,
     training_strategy,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
 from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
 
 
 def add_arguments(parser):
-    parser.add_argument("--task", required=True, choices=sorted(TASKS),
+    parser.add_argument("--task", choices=sorted(TASKS),
                         help="classify: a text -> label (CSV/TSV/JSONL); pair: two texts -> "
                              "label; squad: SQuAD JSON; ner: CoNLL; choice: JSONL")
     data = parser.add_argument_group("data sources")
@@ -41,23 +42,28 @@ def add_arguments(parser):
                              "default: a new model from --preset/--config")
     add_model_options(parser)
     add_training_options(parser, batch_size=32, learning_rate=5e-5)
-    parser.add_argument("--epochs", type=int, default=3, help="passes over the training data")
+    parser.add_argument("--epochs", type=positive_int, default=3,
+                        help="passes over the training data")
     add_run_options(parser)
 
 
-def finetune(run, task, model, train_dataset, epochs, validation=None, class_weight=None,
-             verbose="auto"):
-    """Fits `model` into `run`, saves it and its curves, scores `validation`.
+def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validation=None,
+             class_weight=None, backup_every=100, verbose="auto"):
+    """Fits `model` into `run`, continuing from its newest backup, if any; saves it and its
+    curves, scores `validation`.
 
     Args:
         run: the `RunDirectory`.
         task: the `Task`.
         model: the compiled task model.
-        train_dataset: `fit` batches.
+        train_dataset: one pass of `fit` batches, in the same order at every start (a seeded
+            shuffle), so that a resumed run skips the batches it trained on.
         epochs: passes over `train_dataset`.
+        steps_per_epoch: batches in one pass.
         validation: `(data, preprocessor, batch_size)` to score after each epoch and at
             the end, or None.
         class_weight: optional dict of label id -> loss weight.
+        backup_every: steps between backups.
         verbose: Keras' progress bar setting.
 
     Returns:
@@ -66,12 +72,13 @@ def finetune(run, task, model, train_dataset, epochs, validation=None, class_wei
     validation_dataset = None
     if validation is not None:
         validation_dataset = task.dataset(*validation)[0]
-    history = model.fit(train_dataset, epochs=epochs, validation_data=validation_dataset,
-                        class_weight=class_weight, callbacks=run.callbacks(), verbose=verbose,
-                        shuffle=False)  # the dataset shuffles itself
+    run.fit(model, train_dataset, epochs, steps_per_epoch, backup_every=backup_every,
+            validation_data=validation_dataset, class_weight=class_weight, verbose=verbose)
     run.save_model(model)
-    metrics = {"train": {k: v[-1] for k, v in history.history.items()
-                         if not k.startswith("val_")}}
+    records = run.epoch_metrics()
+    metrics = {"train": {k: v for k, v in records[-1].items()
+                         if k not in ("event", "epoch", "step") and not k.startswith("val_")}
+               if records else {}}
     if validation is not None:
         metrics["validation"] = task.evaluate(model, *validation)
     run.write_metrics(metrics)
@@ -79,13 +86,15 @@ def finetune(run, task, model, train_dataset, epochs, validation=None, class_wei
     return metrics
 
 
-def _load_data(args, task):
-    """`(train, validation or None)` from files or TFDS."""
+def _load_data(args, task, learn_labels=True):
+    """`(train, validation or None)` from files or TFDS; the task learns its labels from
+    the training data, unless `learn_labels` is False."""
     if args.tfds:
         if args.train:
             raise UserError("pass either --train files or --tfds, not both")
         train = load_tfds(task, args.tfds, args.train_split, args.tfds_data_dir)
-        task.learn_labels(train)
+        if learn_labels:
+            task.learn_labels(train)
         validation = None
         if args.validation_split:
             validation = load_tfds(task, args.tfds, args.validation_split, args.tfds_data_dir)
@@ -93,19 +102,30 @@ def _load_data(args, task):
     if not args.train:
         raise UserError("no training data: pass --train FILE or --tfds NAME")
     train = task.load(args.train)
-    task.learn_labels(train)
+    if learn_labels:
+        task.learn_labels(train)
     return train, task.load(args.validation) if args.validation else None
 
 
 def run(args):
+    from keras_bert_core.config import BertConfig
+    from keras_bert_core.models import BertEncoder
     from keras_bert_core.text import BertPreprocessor
 
+    saved = None
+    if args.resume:
+        args, saved = resumed_arguments(args)
+    elif not args.task:
+        raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
     strategy = training_strategy(args)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")
-    RunDirectory(path, strategy).claim(args.overwrite)  # before the slow part
-    task = TASKS[args.task]({**data_settings(args), "seq_length": args.seq_length,
-                             "lower_case": not args.cased})
-    train, validation = _load_data(args, task)
+    inputs = [args.train, args.validation, args.vocab, args.checkpoint, args.config]
+    if not args.resume:
+        RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
+    # A resumed run keeps the labels it learned: the model's outputs are numbered by them.
+    task = TASKS[args.task](saved["task"] if saved else {
+        **data_settings(args), "seq_length": args.seq_length, "lower_case": not args.cased})
+    train, validation = _load_data(args, task, learn_labels=not args.resume)
     vocab_path = find_vocab(args.vocab, args.checkpoint)
     vocab = read_vocab(vocab_path)
     preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length, lower_case=not args.cased)
@@ -116,15 +136,22 @@ def run(args):
         raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
                         f"{args.batch_size}")
     with training_scope(args, strategy):
-        encoder, source = build_encoder(args, vocab, vocab_path, args.checkpoint)
+        if saved:  # the weights come from the run's backup
+            encoder, source = BertEncoder(BertConfig.from_dict(saved["model_config"])), path
+        else:
+            encoder, source = build_encoder(args, vocab, vocab_path, args.checkpoint)
         model = task.build_model(encoder)
         compile_for_training(model, args, args.epochs * steps_per_epoch)
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
-    run_dir = RunDirectory.create(path, args.overwrite, strategy)
-    run_dir.write_config(args, encoder.config, task.settings)
-    run_dir.write_vocab(vocab)
-    metrics = finetune(run_dir, task, model, train_dataset, args.epochs,
-                       (validation, preprocessor, args.batch_size) if validation else None)
+    if args.resume:
+        run_dir = RunDirectory(path, strategy)
+    else:
+        run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
+        run_dir.write_config(args, encoder.config, task.settings)
+        run_dir.write_vocab(vocab)
+    metrics = finetune(run_dir, task, model, train_dataset, args.epochs, steps_per_epoch,
+                       (validation, preprocessor, args.batch_size) if validation else None,
+                       backup_every=args.backup_every)
     if "validation" in metrics:
         say(f"validation: {_summary(metrics['validation'])}")
     print(run_dir.path)

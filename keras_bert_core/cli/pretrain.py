@@ -1,11 +1,8 @@
 """`kbc pretrain`: masked-LM + next-sentence (or masked-LM only) pretraining from raw text
 or TFRecords."""
 
-import argparse
-
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
-    VOCAB_FILE,
     add_model_options,
     add_run_options,
     add_training_options,
@@ -15,13 +12,14 @@ from keras_bert_core.cli.common import (
     compile_for_training,
     find_vocab,
     model_path,
+    positive_int,
     read_vocab,
     say,
     training_scope,
     training_strategy,
     under_global_dtype_policy,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
 
@@ -32,7 +30,7 @@ def add_arguments(parser):
         help="text files or globs (one sentence a line, a blank line between documents), "
              "or .tfrecord shards written by write_pretraining_tfrecords")
     add_vocab_options(parser, seq_length=128)
-    parser.add_argument("--max-predictions", type=int,
+    parser.add_argument("--max-predictions", type=positive_int,
                         help="masked-LM predictions per sequence (default: 15%% of "
                              "--seq-length)")
     parser.add_argument("--whole-word-masking", action="store_true",
@@ -45,15 +43,12 @@ def add_arguments(parser):
                         help="continue pretraining these weights (any supported format, or "
                              "a kbc run) instead of starting from --preset/--config")
     add_training_options(parser, batch_size=32, learning_rate=1e-4)
-    parser.add_argument("--epochs", type=int, default=10,
+    parser.add_argument("--epochs", type=positive_int, default=10,
                         help="epochs; each epoch end is a backup, a checkpoint and a log line")
-    parser.add_argument("--steps-per-epoch", type=int, default=1000)
-    parser.add_argument("--checkpoint-every", type=int, default=1, metavar="EPOCHS",
+    parser.add_argument("--steps-per-epoch", type=positive_int, default=1000)
+    parser.add_argument("--checkpoint-every", type=positive_int, default=1, metavar="EPOCHS",
                         help="keep a weights checkpoint every this many epochs")
     add_run_options(parser)
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --run-dir from its last backup, with the "
-                             "arguments it was started with")
 
 
 def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
@@ -80,42 +75,28 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                 next_sentence=next_sentence)
     except ValueError as e:  # an empty file, a bad sequence length
         raise UserError(str(e)) from None
+    # An empty stream would make `fit` end at once with a NaN loss, as if it had trained.
+    if not any(True for _ in dataset.take(1)):
+        raise UserError(f"{', '.join(inputs)}: not enough text for one batch of {batch_size} "
+                        f"rows of {seq_length} tokens; give more text or a smaller --batch-size")
     return dataset.repeat()
 
 
-def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, verbose="auto"):
-    """Fits `model` on the endless `dataset` into `run`, resuming after the epochs its
-    backup holds (and past the batches they trained on); saves the model and its curves.
+def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, backup_every=100,
+          verbose="auto"):
+    """Fits `model` on the endless `dataset` into `run`, continuing from its newest backup
+    (past the batches trained on); saves the model and its curves.
 
     Returns the metrics of the last epoch.
     """
-    done = run.completed_epochs()
-    if done:
-        say(f"resuming {run.path} after epoch {done} of {epochs}")
-    model.fit(dataset.skip(done * steps_per_epoch), epochs=epochs,
-              steps_per_epoch=steps_per_epoch, verbose=verbose, shuffle=False,
-              callbacks=run.callbacks(checkpoint_every_epochs=checkpoint_every))
+    run.fit(model, dataset, epochs, steps_per_epoch, backup_every=backup_every,
+            checkpoint_every_epochs=checkpoint_every, verbose=verbose)
     run.save_model(model)
     records = run.epoch_metrics()
     metrics = {k: v for k, v in records[-1].items() if k != "event"} if records else {}
     run.write_metrics(metrics)
     run.plot_curves(f"pretraining: {run.path}")
     return metrics
-
-
-def _resumed_arguments(args):
-    if not args.run_dir:
-        raise UserError("--resume needs --run-dir, the run to continue")
-    run = RunDirectory.open(args.run_dir)
-    saved = run.config()
-    if saved["command"] != "pretrain":
-        raise UserError(f"{args.run_dir} is a `kbc {saved['command']}` run, not a pretraining "
-                        "run")
-    # The run's own copy of the vocabulary; its model config replaces --checkpoint.
-    # Runs saved before --no-next-sentence existed had the next-sentence head.
-    arguments = {"next_sentence": True, **saved["arguments"], "run_dir": args.run_dir,
-                 "resume": True, "vocab": run.file(VOCAB_FILE), "checkpoint": None}
-    return argparse.Namespace(command="pretrain", **arguments), saved["model_config"]
 
 
 def run(args):
@@ -126,7 +107,8 @@ def run(args):
     from keras_bert_core.text import BertTokenizer
 
     if args.resume:
-        args, model_config = _resumed_arguments(args)
+        # Runs saved before --no-next-sentence existed had the next-sentence head.
+        args, saved = resumed_arguments(args, older_defaults={"next_sentence": True})
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     strategy = training_strategy(args)
@@ -142,7 +124,7 @@ def run(args):
                                args.next_sentence)
     with training_scope(args, strategy):
         if args.resume:
-            encoder = BertEncoder(BertConfig.from_dict(model_config))
+            encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))
         elif args.checkpoint:
             source = model_path(args.checkpoint)
             loaded, config = load_pretrainer(source)
@@ -162,7 +144,7 @@ def run(args):
         run_dir.write_config(args, pretrainer.encoder.config)
         run_dir.write_vocab(vocab)
     metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,
-                    args.checkpoint_every)
+                    args.checkpoint_every, args.backup_every)
     if run_dir.chief:  # which logs the metrics
         say(f"pretrained {run_dir.path}: loss {metrics.get('loss', float('nan')):.3f}, "
             f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.3f}")

@@ -7,13 +7,19 @@
     curves.png      loss and accuracy curves (matplotlib, Agg)
     backup/ checkpoints/ logs/ metrics.jsonl
                     written during `fit` by `keras_bert_core.training.training_callbacks`:
-                    the backup `--resume` restarts from, weight checkpoints, TensorBoard
-                    logs, and metrics every few steps and at every epoch end
+                    the backups `--resume` continues from (every `--backup-every` steps),
+                    weight checkpoints, TensorBoard logs, and metrics every few steps and
+                    at every epoch end
+
+config.json holds absolute paths, so `--resume` works from any working directory; every
+file is written beside its place and renamed into it when complete, and model.keras
+appears only when training has finished.
 
 Under a multi-worker strategy every worker names the same folder, on storage they all see;
 only the chief writes these files (each worker keeps its own backup there).
 """
 
+import argparse
 import functools
 import json
 import math
@@ -22,11 +28,14 @@ import time
 
 from keras_bert_core import __version__
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
-from keras_bert_core.files import overlaps, remove
+from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE, say
+from keras_bert_core.files import overlaps, remove, replaced_when_complete
 
 METRICS_FILE = "metrics.json"
 CURVES_FILE = "curves.png"
+# Arguments naming files or folders: config.json stores them absolute.
+PATH_ARGUMENTS = ("inputs", "vocab", "checkpoint", "config", "train", "validation", "run_dir",
+                  "tfds_data_dir")
 
 
 def default_run_dir(name):
@@ -61,6 +70,25 @@ def claim_output(path, overwrite=False, make_parent=False, inputs=()):
         raise UserError(f"cannot write {path}: {existing} {problem}")
     if make_parent:
         os.makedirs(parent, exist_ok=True)
+
+
+def resumed_arguments(args, older_defaults=None):
+    """`(arguments, saved config)` to continue the run in `--run-dir` (`--resume`): the
+    arguments it was started with, over this command line's defaults (so options added
+    since then have their defaults), then `older_defaults` for runs saved before an option
+    existed whose default has changed. The run's own copy of the vocabulary replaces
+    `--vocab`, and its backup replaces `--checkpoint`."""
+    if not args.run_dir:
+        raise UserError("--resume needs --run-dir, the run to continue")
+    run = RunDirectory.open(args.run_dir)
+    saved = run.config()
+    if saved.get("command") != args.command:
+        raise UserError(f"{args.run_dir} is a `kbc {saved.get('command')}` run, not a "
+                        f"`kbc {args.command}` run")
+    arguments = {**vars(args), **(older_defaults or {}), **saved["arguments"],
+                 "run_dir": args.run_dir, "resume": True, "overwrite": False,
+                 "vocab": run.file(VOCAB_FILE), "checkpoint": None}
+    return argparse.Namespace(**arguments), saved
 
 
 def _chief_only(write):
@@ -100,21 +128,22 @@ class RunDirectory:
         return worker_role(self.strategy)[0]
 
     @classmethod
-    def create(cls, path, overwrite=False, strategy=None):
+    def create(cls, path, overwrite=False, strategy=None, inputs=()):
         """A new, empty run directory; an existing one only with `overwrite` (see `claim`)."""
         run = cls(path, strategy)
-        run.claim(overwrite)
+        run.claim(overwrite, inputs)
         if run.chief:
             remove(path)
             os.makedirs(path)
         return run
 
-    def claim(self, overwrite=False):
+    def claim(self, overwrite=False, inputs=()):
         """Checks that `create` can make the folder: an existing one is an error unless
-        `overwrite` (`create` removes it). Only the chief claims the folder: the other workers
-        write into the chief's, so they must leave it alone."""
+        `overwrite` (`create` removes it), and it must not be, hold or lie inside any of the
+        `inputs` the command reads (see `claim_output`). Only the chief claims the folder:
+        the other workers write into the chief's, so they must leave it alone."""
         if self.chief:
-            claim_output(self.path, overwrite)
+            claim_output(self.path, overwrite, inputs=inputs)
 
     @classmethod
     def open(cls, path, strategy=None):
@@ -128,9 +157,10 @@ class RunDirectory:
 
     @_chief_only
     def write_json(self, name, values):
-        with open(self.file(name), "w", encoding="utf-8") as f:
-            json.dump(values, f, indent=2)
-            f.write("\n")
+        with replaced_when_complete(self.file(name)) as partial:
+            with open(partial, "w", encoding="utf-8") as f:
+                json.dump(values, f, indent=2)
+                f.write("\n")
 
     def read_json(self, name):
         with open(self.file(name), encoding="utf-8") as f:
@@ -142,7 +172,8 @@ class RunDirectory:
         import keras
         import tensorflow as tf
 
-        arguments = {k: v for k, v in vars(args).items() if k not in ("module", "command")}
+        arguments = {k: _absolute(v) if k in PATH_ARGUMENTS else v
+                     for k, v in vars(args).items() if k not in ("module", "command")}
         self.write_json(CONFIG_FILE, {
             "command": args.command,
             "arguments": arguments,
@@ -160,24 +191,35 @@ class RunDirectory:
 
     @_chief_only
     def write_vocab(self, tokens):
-        with open(self.file(VOCAB_FILE), "w", encoding="utf-8") as f:
-            f.writelines(token + "\n" for token in tokens)
+        with replaced_when_complete(self.file(VOCAB_FILE)) as partial:
+            with open(partial, "w", encoding="utf-8") as f:
+                f.writelines(token + "\n" for token in tokens)
 
     @_chief_only
     def save_model(self, model):
-        model.save(self.file(MODEL_FILE))
+        with replaced_when_complete(self.file(MODEL_FILE)) as partial:
+            model.save(partial)
 
-    def callbacks(self, log_every_steps=50, checkpoint_every_epochs=1):
-        """Backup (for `--resume`), checkpoints, TensorBoard logs and `metrics.jsonl`."""
-        from keras_bert_core.training import training_callbacks
+    def fit(self, model, dataset, epochs, steps_per_epoch, backup_every=100,
+            checkpoint_every_epochs=1, log_every_steps=50, **fit_kwargs):
+        """`fit_resumable` into this run: continues from its newest backup, if any, with
+        backups (for `--resume`), checkpoints, TensorBoard logs and `metrics.jsonl`."""
+        from keras_bert_core.training import fit_resumable, training_callbacks
 
-        return training_callbacks(self.path, checkpoint_every_epochs=checkpoint_every_epochs,
-                                  log_every_steps=log_every_steps, strategy=self.strategy)
+        done = self.completed_steps()
+        if done:
+            say(f"resuming {self.path} after step {done} of {epochs * steps_per_epoch}")
+        callbacks = training_callbacks(
+            self.path, checkpoint_every_epochs=checkpoint_every_epochs,
+            log_every_steps=log_every_steps, backup_every_steps=backup_every,
+            strategy=self.strategy)
+        return fit_resumable(model, dataset, self.path, epochs=epochs,
+                             steps_per_epoch=steps_per_epoch, callbacks=callbacks, **fit_kwargs)
 
-    def completed_epochs(self):
-        from keras_bert_core.training import completed_epochs
+    def completed_steps(self):
+        from keras_bert_core.training import completed_steps
 
-        return completed_epochs(self.path, self.strategy)
+        return completed_steps(self.path, self.strategy)
 
     def epoch_metrics(self):
         """The epoch-end records of `metrics.jsonl`, oldest first (none on the workers but
@@ -210,5 +252,12 @@ class RunDirectory:
                 axes.legend()
         figure.suptitle(title)
         path = path or self.file(CURVES_FILE)
-        figure.savefig(path, dpi=100)
+        with replaced_when_complete(path) as partial:
+            figure.savefig(partial, dpi=100, format="png")
         return path
+
+
+def _absolute(value):
+    if isinstance(value, list):
+        return [_absolute(v) for v in value]
+    return os.path.abspath(value) if isinstance(value, str) and value else value

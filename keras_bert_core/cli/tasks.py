@@ -379,7 +379,7 @@ def load_tfds(task, name, split, data_dir=None):
 def load_finetuned(path):
     """`(model, task, preprocessor)` of a `kbc finetune` run, given its folder or model."""
     from keras_bert_core.checkpoints.keras_file import load_model
-    from keras_bert_core.cli.common import VOCAB_FILE, model_path, run_directory_of
+    from keras_bert_core.cli.common import MODEL_FILE, VOCAB_FILE, model_path, run_directory_of
     from keras_bert_core.cli.run_dir import RunDirectory
     from keras_bert_core.text import BertPreprocessor
 
@@ -387,9 +387,17 @@ def load_finetuned(path):
     if folder is None:
         raise UserError(f"{path} is not a kbc fine-tuning run: its folder has no config.json "
                         "with the task settings")
-    config = RunDirectory.open(folder).config()
+    try:
+        config = RunDirectory.open(folder).config()
+        command = config["command"]
+    except (ValueError, KeyError, TypeError):  # another tool's config.json (e.g. Hugging Face)
+        raise UserError(f"{folder} is not a kbc run: its config.json was not written by "
+                        "kbc") from None
     if not config.get("task"):
-        raise UserError(f"{folder} is a `kbc {config['command']}` run, not a fine-tuned model")
+        raise UserError(f"{folder} is a `kbc {command}` run, not a fine-tuned model")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(folder, MODEL_FILE)):
+        raise UserError(f"{folder} has not finished training (it has no {MODEL_FILE}); "
+                        f"continue it with `kbc finetune --resume --run-dir {folder}`")
     task = TASKS[config["task"]["name"]](config["task"])
     model = load_model(model_path(path))
     preprocessor = BertPreprocessor(os.path.join(folder, VOCAB_FILE),

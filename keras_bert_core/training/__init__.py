@@ -1,6 +1,14 @@
 """Training: BERT's optimizers and schedule, distribution strategies, fault-tolerant callbacks."""
 
-from keras_bert_core.training.callbacks import MetricsLogger, completed_epochs, training_callbacks
+from keras_bert_core.training.callbacks import (
+    MetricsLogger,
+    StepBackup,
+    StopOnNonFiniteLoss,
+    TrainingError,
+    completed_steps,
+    fit_resumable,
+    training_callbacks,
+)
 from keras_bert_core.training.distribution import (
     STRATEGIES,
     KerasMultiWorkerMirroredStrategy,
@@ -23,10 +31,14 @@ __all__ = [
     "BertLamb",
     "KerasMultiWorkerMirroredStrategy",
     "MetricsLogger",
+    "StepBackup",
+    "StopOnNonFiniteLoss",
+    "TrainingError",
     "WarmupLinearDecay",
-    "completed_epochs",
+    "completed_steps",
     "create_optimizer",
     "distribution_strategy",
+    "fit_resumable",
     "per_replica_batch_size",
     "training_callbacks",
     "worker_role",

@@ -15,7 +15,11 @@ strategy = distribution_strategy("multi_worker", communication="ring")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_bert_core.training import create_optimizer, training_callbacks  # noqa: E402
+from keras_bert_core.training import (  # noqa: E402
+    create_optimizer,
+    fit_resumable,
+    training_callbacks,
+)
 from tests.training.toys import toy_classifier, toy_dataset, write_result  # noqa: E402
 
 STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH = 3, 2, 8
@@ -26,9 +30,10 @@ def main(seed, run_dir, result_path):
     with strategy.scope():
         model = toy_classifier(
             optimizer=create_optimizer(1e-3, STEPS_PER_EPOCH * EPOCHS, num_warmup_steps=1))
-    history = model.fit(
-        toy_dataset(GLOBAL_BATCH).repeat(), steps_per_epoch=STEPS_PER_EPOCH, epochs=EPOCHS,
-        verbose=0, callbacks=training_callbacks(run_dir, tensorboard=False, strategy=strategy))
+    history = fit_resumable(
+        model, toy_dataset(GLOBAL_BATCH), run_dir, steps_per_epoch=STEPS_PER_EPOCH,
+        epochs=EPOCHS, verbose=0,
+        callbacks=training_callbacks(run_dir, tensorboard=False, strategy=strategy))
     weights = model.get_weights()
     np.savez(result_path + ".npz", *weights)
     write_result(result_path, replicas=strategy.num_replicas_in_sync,

@@ -1,4 +1,5 @@
-"""Worker for test_callbacks: a resumable training run on `training_callbacks`.
+"""Worker for test_callbacks: a resumable training run (`fit_resumable` with
+`training_callbacks`).
 
 With --pause-at-step N it touches RUN_DIR/paused after N optimizer steps and waits there to
 be killed (the test sends SIGKILL, as a preempted machine would). Started again on the same
@@ -14,10 +15,15 @@ import time
 import keras
 import numpy as np
 
-from keras_bert_core.training import completed_epochs, create_optimizer, training_callbacks
+from keras_bert_core.training import (
+    completed_steps,
+    create_optimizer,
+    fit_resumable,
+    training_callbacks,
+)
 from tests.training.toys import toy_classifier, toy_dataset, write_result
 
-STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH = 4, 3, 8
+STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH, BACKUP_EVERY = 4, 3, 8, 3
 
 
 class PauseAt(keras.callbacks.Callback):
@@ -40,14 +46,13 @@ def train(run_dir, pause_at_step=None):
     keras.utils.set_random_seed(0)
     model = toy_classifier(
         optimizer=create_optimizer(1e-3, STEPS_PER_EPOCH * EPOCHS, num_warmup_steps=2))
-    resumed_from_epoch = completed_epochs(run_dir)
-    dataset = toy_dataset(GLOBAL_BATCH).repeat().skip(resumed_from_epoch * STEPS_PER_EPOCH)
-    callbacks = training_callbacks(run_dir, log_every_steps=1)
+    resumed_from_step = completed_steps(run_dir)
+    callbacks = training_callbacks(run_dir, log_every_steps=1, backup_every_steps=BACKUP_EVERY)
     if pause_at_step:
         callbacks.append(PauseAt(pause_at_step, os.path.join(run_dir, "paused")))
-    history = model.fit(dataset, steps_per_epoch=STEPS_PER_EPOCH, epochs=EPOCHS, verbose=0,
-                        callbacks=callbacks)
-    return model, resumed_from_epoch, len(history.history["loss"])
+    fit_resumable(model, toy_dataset(GLOBAL_BATCH), run_dir, epochs=EPOCHS,
+                  steps_per_epoch=STEPS_PER_EPOCH, callbacks=callbacks, verbose=0)
+    return model, resumed_from_step
 
 
 def main():
@@ -56,9 +61,9 @@ def main():
     parser.add_argument("result")
     parser.add_argument("--pause-at-step", type=int)
     args = parser.parse_args()
-    model, resumed_from_epoch, epochs_run = train(args.run_dir, args.pause_at_step)
+    model, resumed_from_step = train(args.run_dir, args.pause_at_step)
     np.savez(args.result + ".npz", *model.get_weights())
-    write_result(args.result, resumed_from_epoch=resumed_from_epoch, epochs_run=epochs_run,
+    write_result(args.result, resumed_from_step=resumed_from_step,
                  iterations=int(model.optimizer.iterations))
 
 
