@@ -57,8 +57,9 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             raise TrainingError(
-                f"the loss became {float(loss)} at step {_step(self.model)}: training diverged; lower the "
-                "learning rate, or check the data (e.g. an empty or all-padding batch)")
+                f"the loss became {float(loss)} at step {_step(self.model)}: training "
+                "diverged; lower the learning rate, or check the data (e.g. an empty or "
+                "all-padding batch)")
 
 
 class StepBackup(keras.callbacks.Callback):
