@@ -152,7 +152,8 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
                     for label, count in enumerate(counts)}
     start = time.perf_counter()
     metrics = finetune(finetune_run, task, model, dataset, size["finetune_epochs"],
-                       (held_out, preprocessor, args.batch_size), class_weight)
+                       rows // args.batch_size, (held_out, preprocessor, args.batch_size),
+                       class_weight)
     held_out_counts = collections.Counter(held_out.labels.tolist())
     majority, majority_count = held_out_counts.most_common(1)[0]
     return model, task, preprocessor, {
