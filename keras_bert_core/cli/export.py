@@ -4,9 +4,10 @@ taking raw text."""
 import os
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import say, stage
+from keras_bert_core.cli.common import run_directory_of, say, stage
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import load_finetuned
+from keras_bert_core.files import replaced_when_complete
 
 FORMATS = ("saved_model", "tflite")
 # TFLite weight variants: float32, int8 weights (dynamic range), float16 weights.
@@ -25,6 +26,13 @@ def add_arguments(parser):
                              "model_dynamic.tflite), float16 (model_float16.tflite)")
     parser.add_argument("--name", help="write the SavedModel in TF Serving's layout, "
                                        "<output>/<name>/1, instead of <output>/saved_model")
+    # Defaults: export_saved_model's (see export/README.md), not copied here.
+    parser.add_argument("--max-batch-size", type=int, metavar="ROWS",
+                        help="the most texts one SavedModel request may hold; larger requests "
+                             "fail (0: no limit; default: export_saved_model's)")
+    parser.add_argument("--max-text-bytes", type=int, metavar="BYTES",
+                        help="the SavedModel cuts longer texts to this many bytes before "
+                             "tokenization (0: no cut; default: export_saved_model's)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
@@ -33,8 +41,9 @@ def tflite_file(variant):
 
 
 def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=("float32",),
-           name=None):
-    """Writes the exports into `output`; returns `{export path: size in bytes}`."""
+           name=None, limits=None):
+    """Writes the exports into `output`; returns `{export path: size in bytes}`. `limits`:
+    the SavedModel's `max_batch_size` and `max_text_bytes` (its defaults if not given)."""
     from keras_bert_core.export import export_saved_model, export_tflite
 
     options = {"pairs": getattr(task, "pairs", False),
@@ -45,7 +54,7 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
         with stage("writing the SavedModel"):
             written.append(export_saved_model(
                 model, preprocessor, output if name else os.path.join(output, "saved_model"),
-                name=name, **options))
+                name=name, **options, **(limits or {})))
     if "tflite" in formats:
         for variant in tflite_variants:
             with stage(f"converting to TFLite ({variant} weights)"):
@@ -63,13 +72,28 @@ def _size(path):
 
 
 def run(args):
-    claim_output(args.output, args.overwrite)
+    from keras_bert_core.export.limits import check_limits
+    from keras_bert_core.export.saved_model import check_model_name
+
+    limits = {name: value or None for name, value in (
+        ("max_batch_size", args.max_batch_size), ("max_text_bytes", args.max_text_bytes))
+        if value is not None}
+    try:
+        if args.name is not None:
+            check_model_name(args.name)
+        check_limits(limits.get("max_batch_size"), limits.get("max_text_bytes"))
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    # What the command reads: the run folder (config, vocabulary) and the model in it.
+    claim_output(args.output, args.overwrite, inputs=(args.model, run_directory_of(args.model)))
     if "tflite" not in args.format and args.tflite_variants != ["float32"]:
         raise UserError("--tflite-variants needs --format tflite")
     model, task, preprocessor = load_finetuned(args.model)
-    os.makedirs(args.output)
-    sizes = export(model, task, preprocessor, args.output, args.format, args.tflite_variants,
-                   args.name)
+    # The folder appears, or replaces the old one, only once every export in it is written.
+    with replaced_when_complete(args.output) as partial:
+        os.makedirs(partial)
+        sizes = export(model, task, preprocessor, partial, args.format, args.tflite_variants,
+                       args.name, limits)
     for path, size in sizes.items():
-        say(f"{size / 1e6:8.2f} MB  {path}")
+        say(f"{size / 1e6:8.2f} MB  {os.path.join(args.output, os.path.relpath(path, partial))}")
     print(args.output)

@@ -1,5 +1,6 @@
 """`kbc predict`: answers of a fine-tuned model, a SavedModel export or a .tflite file."""
 
+import io
 import json
 import os
 import sys
@@ -10,6 +11,7 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import progress, say
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
+from keras_bert_core.files import replaced_when_complete
 
 # Text inputs of exported signatures, in the order export.tasks packs them; plain input
 # lines hold them tab-separated in this order.
@@ -65,7 +67,12 @@ def _export_requests(path, names):
 def _saved_model_answers(path, input_path, batch_size):
     import tensorflow as tf
 
-    function = tf.saved_model.load(path).signatures["serving_default"]
+    from keras_bert_core.export import load_saved_model
+
+    try:
+        function = load_saved_model(path).signatures["serving_default"]
+    except ValueError as e:
+        raise UserError(str(e)) from None
     specs = function.structured_input_signature[1]
     names = [name for name in EXPORT_INPUTS if name in specs]
     requests = _export_requests(input_path, names)
@@ -85,8 +92,11 @@ def load_tflite(path):
 
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such file")
-    interpreter = InterpreterWithCustomOps(
-        model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    try:
+        interpreter = InterpreterWithCustomOps(
+            model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    except ValueError as e:  # a truncated or foreign file: LiteRT cannot parse it
+        raise UserError(f"{path} is not a complete .tflite file ({e})") from None
     runner = interpreter.get_signature_runner()
     details = runner.get_input_details()
     if any(name not in EXPORT_INPUTS for name in details):
@@ -129,13 +139,45 @@ def answers(args):
     return task.predict(model, data, preprocessor, args.batch_size)
 
 
-def run(args):
-    if args.output:
-        claim_output(args.output, args.overwrite, make_parent=True)
-    output = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+def check_input_text(path):
+    """Checks that the input (a file, or stdin when `path` is None) is UTF-8 text with
+    something in it; stdin, read whole, is put back as a text stream for the readers.
+    TensorFlow and LiteRT would otherwise fail deep inside on such input."""
+    name = path or "standard input"
+    if path is None:
+        stdin = sys.stdin
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
     try:
-        for answer in answers(args):
-            output.write(json.dumps(answer, ensure_ascii=False) + "\n")
-    finally:
-        if args.output:
-            output.close()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UserError(f"{name} is not UTF-8 text (line {line}: byte "
+                        f"{data[e.start]:#04x}); predict reads text") from None
+    if "\0" in text:
+        raise UserError(f"{name} is a binary file (it holds NUL bytes); predict reads text")
+    if not text.strip():
+        raise UserError(f"{name} is empty: nothing to predict")
+    if path is None:
+        sys.stdin = io.StringIO(text)
+
+
+def _write(answers, output):
+    for answer in answers:
+        output.write(json.dumps(answer, ensure_ascii=False) + "\n")
+
+
+def run(args):
+    inputs = (args.input, args.model)
+    if args.output:
+        claim_output(args.output, args.overwrite, make_parent=True, inputs=inputs)
+    check_input_text(args.input)
+    if not args.output:
+        _write(answers(args), sys.stdout)
+        return
+    # A failed or killed run leaves no partial answers file (and an old one in place).
+    with replaced_when_complete(args.output) as partial:
+        with open(partial, "w", encoding="utf-8") as output:
+            _write(answers(args), output)

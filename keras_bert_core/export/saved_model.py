@@ -1,15 +1,23 @@
 """SavedModel export: one directory that TF Serving loads and that takes raw text."""
 
 import os
-import shutil
 import tempfile
 import warnings
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert_core.export.limits import (
+    MAX_BATCH_SIZE,
+    MAX_TEXT_BYTES,
+    check_limits,
+    cut_texts,
+    limit_batch,
+)
 from keras_bert_core.export.tasks import serving_task
 from keras_bert_core.export.warmup import write_warmup_requests
+from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.text.op_allowlists import graph_op_types, unsupported_tf_serving_ops
 
 SIGNATURES = ("serving_default", "predict_ids", "tokenize")
@@ -17,7 +25,7 @@ VOCAB_ASSET = "vocab.txt"
 
 
 def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shape=False,
-                   text_outputs=True):
+                   text_outputs=True, max_batch_size=None, max_text_bytes=None):
     """A `tf.Module` whose `tf.function`s serve `model` behind `preprocessor`.
 
     Args:
@@ -31,6 +39,9 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
             longest sequence of the batch, rounded up to a multiple of 8.
         text_outputs: also answer what cuts the text (answer text, words); TFLite
             cannot.
+        max_batch_size: requests with more rows fail (None: no limit).
+        max_text_bytes: longer texts are cut to this many bytes before tokenization, at a
+            UTF-8 character boundary (None: no limit).
 
     Returns:
         `(module, concrete_functions)`, the latter a dict keyed by signature name.
@@ -44,10 +55,15 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
                         for name, ids in features.items()}
         return features, task.outputs(model(features, training=False), features)
 
+    def limited(texts):
+        texts = limit_batch(texts, max_batch_size)
+        return {name: cut_texts(value, max_text_bytes) for name, value in texts.items()}
+
     def predict_ids(features):
-        return answer(features)[1]
+        return answer(limit_batch(features, max_batch_size))[1]
 
     def serving_default(texts):
+        texts = limited(texts)
         features, offsets = task.encode(preprocessor, texts, static_shape)
         features, outputs = answer(features)
         outputs.update(task.offset_outputs(outputs, features, offsets))
@@ -56,7 +72,7 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         return outputs
 
     def tokenize(texts):
-        return task.encode(preprocessor, texts, static_shape, with_offsets=False)[0]
+        return task.encode(preprocessor, limited(texts), static_shape, with_offsets=False)[0]
 
     seq_length = preprocessor.seq_length if static_shape else None
     functions = {"serving_default": (serving_default, task.text_specs()),
@@ -76,7 +92,8 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
 
 
 def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs=False,
-                       label_names=None, max_answer_length=30, warmup=True, overwrite=False):
+                       label_names=None, max_answer_length=30, max_batch_size=MAX_BATCH_SIZE,
+                       max_text_bytes=MAX_TEXT_BYTES, warmup=True, overwrite=False):
     """Writes a SavedModel that serves `model` from raw text, tokenizer inside.
 
     Signatures (see `export/README.md` for every input and output):
@@ -96,6 +113,10 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
     export holds no absolute path. The graph holds TensorFlow core ops and the tf.text ops
     that TF Serving links (a warning names any other).
 
+    The SavedModel is written beside its destination and moved there only when complete:
+    TF Serving, watching `<path>/<name>`, never loads a half-written version, and a failed
+    export leaves the previous one in place.
+
     Args:
         model: a task model (`BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier`,
             `BertMultipleChoice`), a `BertEncoder`, or any Keras model on the encoder
@@ -103,18 +124,30 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
         preprocessor: the `BertPreprocessor` the model was trained with.
         path: where to write. With `name`, the TF Serving layout
             `<path>/<name>/<version>/`; without, `path` itself is the SavedModel directory.
-        name: the model name TF Serving serves it under.
+        name: the model name TF Serving serves it under: one folder name, no path.
         version: the version number (a positive integer), TF Serving's subdirectory.
         pairs: serve text pairs (`text_a`, `text_b`) to a classifier, encoder or other
             model.
         label_names: class names of a classifier, or tag names of a token classifier.
         max_answer_length: longest answer of a span labeler, in wordpieces.
+        max_batch_size: the most rows one request may hold: a larger request fails with
+            InvalidArgument naming the limit (None: no limit). TF Serving's batching must
+            not merge requests past it (see `export/batching.config`).
+        max_text_bytes: longer texts are cut to this many bytes, at a UTF-8 character
+            boundary, before tokenization, and answered (None: no cut). The tokenizer's
+            memory and time grow with a text's bytes, while only the first
+            `preprocessor.seq_length` wordpieces reach the model.
         warmup: write `assets.extra/tf_serving_warmup_requests` (needs
             tensorflow-serving-api; skipped with a warning without it).
         overwrite: replace an existing SavedModel at the destination.
 
     Returns:
         The SavedModel directory.
+
+    Raises:
+        ValueError: bad arguments (a `name` that is not one folder name among them).
+        FileExistsError: the destination holds a SavedModel (and not `overwrite`), or is
+            something else that is not an empty folder.
 
     Example:
     >>> import tempfile
@@ -135,33 +168,95 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
     """
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}")
+    if name is not None:
+        check_model_name(name)
+    check_limits(max_batch_size, max_text_bytes)
     task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
     export_dir = os.fspath(path) if name is None else os.path.join(path, name, str(version))
-    if os.path.exists(os.path.join(export_dir, "saved_model.pb")):
-        if not overwrite:
-            raise FileExistsError(f"{export_dir} already holds a SavedModel; pass "
-                                  "overwrite=True to replace it, or a new version")
-        shutil.rmtree(export_dir)
+    _check_destination(export_dir, overwrite)
 
-    module, signatures = serving_module(model, preprocessor, task)
-    with tempfile.TemporaryDirectory() as tmp:
+    module, signatures = serving_module(model, preprocessor, task,
+                                        max_batch_size=max_batch_size,
+                                        max_text_bytes=max_text_bytes)
+    os.makedirs(os.path.dirname(os.path.abspath(export_dir)), exist_ok=True)
+    with replaced_when_complete(export_dir) as partial, tempfile.TemporaryDirectory() as tmp:
         vocab_path = os.path.join(tmp, VOCAB_ASSET)
         with open(vocab_path, "w", encoding="utf-8") as f:
             f.writelines(token + "\n" for token in preprocessor.vocabulary)
         module.vocab_file = tf.saved_model.Asset(vocab_path)
-        tf.saved_model.save(module, export_dir, signatures=signatures)
-
-    if warmup:
-        requests = [task.example_inputs(batch_size) for batch_size in (1, 8)]
-        try:
-            write_warmup_requests(export_dir, requests, model_name=name or "model")
-        except ImportError as e:
-            warnings.warn(f"No warmup requests written: {e}", stacklevel=2)
-    unsupported = unsupported_tf_serving_ops(saved_model_op_types(export_dir))
+        tf.saved_model.save(module, partial, signatures=signatures)
+        if warmup:
+            batch_sizes = sorted({1, min(8, max_batch_size or 8)})
+            requests = [task.example_inputs(batch_size) for batch_size in batch_sizes]
+            try:
+                write_warmup_requests(partial, requests, model_name=name or "model")
+            except ImportError as e:
+                warnings.warn(f"No warmup requests written: {e}", stacklevel=2)
+        unsupported = unsupported_tf_serving_ops(saved_model_op_types(partial))
     if unsupported:
         warnings.warn(f"{export_dir} holds ops TF Serving may not link: {sorted(unsupported)}",
                       stacklevel=2)
     return export_dir
+
+
+def check_model_name(name):
+    """Raises ValueError unless `name` is one folder name: a TF Serving model name must not
+    lead the export out of its base folder.
+
+    Example:
+    >>> check_model_name("classifier")
+    >>> check_model_name("../classifier")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the model name must be one folder name ...; got '../classifier'
+    """
+    separators = [sep for sep in (os.sep, os.altsep, "/") if sep]
+    if (not isinstance(name, str) or name in ("", ".", "..")
+            or any(sep in name for sep in separators)):
+        raise ValueError(f"the model name must be one folder name, without '/', '.' or '..'; "
+                         f"got {name!r}")
+
+
+def _check_destination(export_dir, overwrite):
+    """Refuses to replace a SavedModel unless `overwrite`, and anything else but an empty
+    folder (never delete what is not an export)."""
+    if not os.path.lexists(export_dir):
+        return
+    if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+        if not overwrite:
+            raise FileExistsError(f"{export_dir} already holds a SavedModel; pass "
+                                  "overwrite=True to replace it, or a new version")
+    elif not os.path.isdir(export_dir) or os.listdir(export_dir):
+        raise FileExistsError(f"{export_dir} exists and is not a SavedModel; choose a new "
+                              "path")
+
+
+def load_saved_model(export_dir):
+    """Loads a SavedModel from `export_saved_model` in any process.
+
+    The graph holds tf.text ops (the tokenizer), which TensorFlow knows only once
+    `tensorflow_text` is imported: this imports it first.
+
+    Raises:
+        ValueError: `export_dir` is not a complete SavedModel (a truncated `saved_model.pb`,
+            missing or truncated variables), naming the problem.
+
+    Example:
+    >>> import tempfile
+    >>> module = tf.Module()
+    >>> module.double = tf.function(lambda x: 2 * x, input_signature=[tf.TensorSpec([None])])
+    >>> path = tempfile.mkdtemp()
+    >>> tf.saved_model.save(module, path)
+    >>> load_saved_model(path).double(tf.constant([1.0])).numpy().tolist()
+    [2.0]
+    """
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+
+    try:
+        return tf.saved_model.load(os.fspath(export_dir))
+    except (OSError, IndexError, DecodeError, tf.errors.OpError) as e:
+        reason = (getattr(e, "message", None) or str(e)).splitlines()[0]
+        raise ValueError(f"{export_dir} is not a complete SavedModel ({reason})") from None
 
 
 def saved_model_op_types(export_dir):

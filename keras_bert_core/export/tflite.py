@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from keras_bert_core.export.saved_model import serving_module
 from keras_bert_core.export.tasks import serving_task
+from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.text.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from keras_bert_core.text.preprocessor import BertPreprocessor
 
@@ -101,6 +102,7 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
-    with open(path, "wb") as f:
+    # An app or a file watcher never opens a half-written file.
+    with replaced_when_complete(path) as partial, open(partial, "wb") as f:
         f.write(content)
     return path

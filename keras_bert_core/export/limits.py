@@ -1,0 +1,79 @@
+"""Request limits inside an exported graph: the largest batch and the longest text.
+
+A serving graph otherwise takes whatever a client sends: the tokenizer's memory and time
+grow with the bytes of a request, the model's with its rows, so one oversized request can
+take a server's memory for minutes.
+"""
+
+import tensorflow as tf
+
+# A few times the batch that CPU serving gains from; TF Serving's batching file
+# (export/batching.config) merges requests up to the same size.
+MAX_BATCH_SIZE = 128
+# 64 bytes per position of the longest BERT input (512 wordpieces); English text takes about
+# 5 bytes per wordpiece, so a cut text still fills `seq_length` with the same wordpieces.
+MAX_TEXT_BYTES = 32_768
+
+
+def check_limits(max_batch_size, max_text_bytes):
+    """Raises ValueError unless each limit is None (no limit) or a positive integer (at least
+    4 bytes, one UTF-8 character, for `max_text_bytes`).
+
+    Example:
+    >>> check_limits(MAX_BATCH_SIZE, None)
+    >>> check_limits(0, MAX_TEXT_BYTES)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_batch_size must be a positive integer or None, got 0
+    """
+    for name, value, least in (("max_batch_size", max_batch_size, 1),
+                               ("max_text_bytes", max_text_bytes, 4)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < least):
+            kind = "a positive integer" if least == 1 else f"an integer of at least {least}"
+            raise ValueError(f"{name} must be {kind} or None, got {value!r}")
+
+
+def limit_batch(inputs, max_batch_size):
+    """`inputs` (a dict of tensors, batch first), which fail with InvalidArgument naming the
+    limit when they hold more than `max_batch_size` rows (None: no limit).
+
+    Example:
+    >>> try:
+    ...     limit_batch({"text": tf.constant(["a", "b"])}, 1)
+    ... except tf.errors.InvalidArgumentError as e:
+    ...     print(e.message.splitlines()[0])
+    a request holds at most 1 rows (the export's max_batch_size); split it into smaller requests
+    """
+    if max_batch_size is None:
+        return inputs
+    rows = tf.shape(next(iter(inputs.values())))[0]
+    check = tf.debugging.assert_less_equal(
+        rows, max_batch_size,
+        message=f"a request holds at most {max_batch_size} rows (the export's max_batch_size); "
+                "split it into smaller requests")
+    with tf.control_dependencies([check]):  # before any work on the rows
+        return {name: tf.identity(value) for name, value in inputs.items()}
+
+
+def cut_texts(texts, max_bytes):
+    """Each string of `texts` cut to at most `max_bytes` bytes (None: as it is), at a UTF-8
+    character boundary, with TensorFlow core ops.
+
+    Example:
+    >>> cut_texts(tf.constant(["abcdef", "ab", "abcé"]), 4).numpy().tolist()
+    [b'abcd', b'ab', b'abc']
+    """
+    if max_bytes is None:
+        return texts
+    length = tf.strings.length(texts)
+    # The byte at `max_bytes`, the first one cut off, and the three before it (the longest
+    # UTF-8 character has four bytes); "\0"s for texts that are not cut.
+    start = tf.minimum(length, max_bytes - 3)
+    window = tf.strings.substr(texts, start, tf.fill(tf.shape(start), 4))
+    window = tf.where(length > max_bytes, window, "\0\0\0\0")
+    window = tf.io.decode_raw(window, tf.uint8)
+    continuation = tf.cast(tf.bitwise.bitwise_and(window, 0xC0) == 0x80, tf.int32)
+    # A cut inside a character moves back to its first byte.
+    back = tf.reduce_sum(tf.math.cumprod(continuation[..., ::-1], axis=-1), axis=-1)
+    return tf.strings.substr(texts, tf.zeros_like(back), max_bytes - back)
