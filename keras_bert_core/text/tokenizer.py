@@ -15,22 +15,24 @@ Two pipelines share one layer:
   input span). It uses TensorFlow core ops plus tf.text's ``NormalizeUTF8`` and
   ``FastWordpieceTokenizeWithOffsets``, all of which TF Serving links. Both routes are
   chains of single-threaded ops, so a route with many rows runs on two halves side by side.
-* ``tflite_compatible=True`` runs tf.text's ``FastBertNormalize`` and
-  ``FastWordpieceTokenize`` (with its built-in pre-tokenization) on whole strings: the only
-  ops are those tf.text's TFLite op registrar resolves. Where its ids differ from the
-  reference: uncased, it applies NFKC case folding instead of lower case + NFD, so it folds
-  compatibility characters (``²`` -> ``2``, ``™`` -> ``tm``, ``ﬁ`` -> ``fi``, ``½`` ->
-  ``1⁄2``, full-width ``Ａ`` -> ``a``) and folds ``ß`` -> ``ss`` and ``ς`` -> ``σ``; in both
-  modes it turns control characters into spaces instead of removing them (``a\x0bb`` is two
-  words, not one), keeps private-use characters (the reference removes them), makes words
-  holding invalid UTF-8 ``[UNK]`` (the reference drops the bytes), and limits words to 100
-  UTF-8 bytes instead of 100 characters.
+* ``tflite_compatible=True`` runs the same normalization with ops that convert to TFLite:
+  TFLite builtins plus tf.text's ``ByteSplitWithOffsets``, ``FastWordpieceDetokenize`` and
+  ``FastWordpieceTokenize``, all resolved by tf.text's TFLite op registrar. It decodes UTF-8
+  by arithmetic on the bytes, looks every code point up in a table of what the reference
+  normalization makes of it (``character_table.py``, built from the character route's own
+  normalization), spells the words by detokenizing their characters with a vocabulary of
+  single characters, and cuts them into wordpieces. Its ids and offsets are those of the
+  default pipeline, with one exception: uncased, NFD puts a run of combining marks that the
+  reference keeps (marks newer than its Unicode tables, or spacing ones such as U+1734) in
+  canonical order, which a per-character table cannot; it only matters when the vocabulary
+  holds those marks. The character route shares that limitation.
 """
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_core.text import character_table
 from keras_bert_core.text.vocab_file import load_vocabulary
 
 # Longer words become a single [UNK], as in the reference tokenizer.
@@ -81,7 +83,9 @@ _ISOLATED = (
     r"|[\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}\x{2a700}-\x{2b73f}"
     r"\x{2b740}-\x{2b81f}\x{2b920}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}]"
 )
-_REMOVED_CHAR, _WHITESPACE_CHAR, _ISOLATED_CHAR, _WORD_CHAR = 0, 1, 2, 3
+_REMOVED_CHAR, _WHITESPACE_CHAR, _ISOLATED_CHAR, _WORD_CHAR = (
+    character_table.REMOVED_CHAR, character_table.WHITESPACE_CHAR,
+    character_table.ISOLATED_CHAR, character_table.WORD_CHAR)
 # Lines that FastWordpieceTokenize's own pre-tokenization splits exactly as the reference:
 # ASCII has no accents, no CJK and one case mapping, and its punctuation is the same in
 # both. Other ASCII control characters are excluded: the reference removes them, the fast
@@ -91,6 +95,7 @@ _PLAIN_ASCII = r"[\x20-\x7e\t\n\r]*"
 # halves of them side by side (1.5x lines/s on 2 cores at batch 256; with fewer rows the
 # second chain of ops costs about what it gains).
 _ROWS_TO_SPLIT_A_ROUTE = 32
+_BLOCK = character_table.BLOCK_SIZE
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -106,17 +111,15 @@ class BertTokenizer(keras.layers.Layer):
     word, and map words longer than 100 characters to `[UNK]`.
 
     Invalid UTF-8: each invalid byte sequence reads as U+FFFD, which the reference drops, so
-    invalid bytes are ignored (offsets still index the input bytes). In the TFLite-compatible
-    pipeline a word holding invalid bytes becomes `[UNK]`.
+    invalid bytes are ignored (offsets still index the input bytes).
 
     Args:
         vocabulary: path to a BERT `vocab.txt` or a list of tokens (index = id). It must
             contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list.
         lower_case: uncased model (lower case, NFD, strip accents) if True, cased if False.
-        tflite_compatible: use tf.text's FastBertNormalize + FastWordpieceTokenize, which
-            convert to TFLite. Uncased, they apply NFKC case folding, so their ids differ from
-            the reference on text with characters such as `²`, `™`, `ﬁ`, `ß` or full-width
-            forms, and on control characters; see the module docstring for the list.
+        tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
+            ops that its TFLite registrar resolves), to the same ids and offsets; see the
+            module docstring for the one exception.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -144,26 +147,35 @@ class BertTokenizer(keras.layers.Layer):
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
             self._is_suffix = tf.constant([t.startswith("##") for t in self.vocabulary])
-            # Splits whole strings into words itself. It counts bytes: only ASCII words get
-            # the reference's character limit.
-            self._text_wordpiece = tf_text.FastWordpieceTokenizer(
+            # Takes single normalized words: at most 100 characters of at most 4 bytes each.
+            self._word_wordpiece = tf_text.FastWordpieceTokenizer(
                 self.vocabulary,
-                max_bytes_per_word=MAX_CHARS_PER_WORD,
+                max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
                 token_out_type=tf.int32,
-                no_pretokenization=False,
+                no_pretokenization=True,
             )
             if self.tflite_compatible:
-                self._normalizer = tf_text.FastBertNormalizer(
-                    lower_case_nfd_strip_accents=self.lower_case
+                block_of, entries, spellings, alphabet = character_table.vocabulary_table(
+                    self.vocabulary, self.lower_case)
+                self._block_of = tf.constant(block_of)
+                self._entries = tf.constant(entries)
+                self._spellings = tf.constant(spellings)
+                self._alphabet_bytes = tf.constant(
+                    [len(c.encode("utf-8")) for c in alphabet], tf.int64)
+                # Alphabet character i is token 2i at the start of a word and 2i + 1 after:
+                # detokenizing a word's characters spells the word.
+                self._speller = tf_text.FastWordpieceTokenizer(
+                    [token for c in alphabet for token in (c, "##" + c)] + ["[UNK]"],
+                    support_detokenization=True,
                 )
             else:
-                # Takes words made by the character route: at most 100 characters of at
-                # most 4 bytes each.
-                self._word_wordpiece = tf_text.FastWordpieceTokenizer(
+                # Splits whole strings into words itself. It counts bytes: only ASCII words
+                # get the reference's character limit.
+                self._text_wordpiece = tf_text.FastWordpieceTokenizer(
                     self.vocabulary,
-                    max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+                    max_bytes_per_word=MAX_CHARS_PER_WORD,
                     token_out_type=tf.int32,
-                    no_pretokenization=True,
+                    no_pretokenization=False,
                 )
         self.built = True
 
@@ -213,7 +225,7 @@ class BertTokenizer(keras.layers.Layer):
         """
         text, single = _as_batch(inputs)
         if self.tflite_compatible:
-            ids = self._text_wordpiece.tokenize(self._normalizer.normalize(text))
+            ids = self._tflite_pipeline(text, with_offsets=False)[0]
         else:
             (ids,) = self._reference_pipeline(text, with_offsets=False)
         _keep_static_batch_size(ids, text)
@@ -228,16 +240,14 @@ class BertTokenizer(keras.layers.Layer):
         Returns:
             `(token_ids, start_offsets, end_offsets)`: ragged [batch, (wordpieces)] tensors;
             `inputs[i][start:end]` (in bytes) is the input text a wordpiece comes from, the
-            span of its word for `[UNK]`. Types are int32, int64, int64. TFLite-compatible,
-            a piece ends where the next character that normalization keeps begins, so the
-            characters it removes right after a piece (accent marks, zero-width and control
-            characters) are inside; its offsets need only TFLite builtin ops.
+            span of its word for `[UNK]`. Types are int32, int64, int64. The
+            TFLite-compatible pipeline computes them with TFLite builtin ops too.
         """
         text, single = _as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
         if self.tflite_compatible:
-            ids, starts, ends = self._tflite_pipeline_with_offsets(text)
+            ids, starts, ends = self._tflite_pipeline(text, with_offsets=True)
         else:
             ids, starts, ends = self._reference_pipeline(text, with_offsets=True)
         for x in (ids, starts, ends):
@@ -264,28 +274,66 @@ class BertTokenizer(keras.layers.Layer):
         word_ids = words_so_far - 1 - tf.gather(row_base, token_ids.value_rowids())
         return token_ids.with_flat_values(word_ids)
 
-    def _tflite_pipeline_with_offsets(self, text):
-        # TFLite builtin ops only (flat index arithmetic, no ragged gathers or string ops),
-        # so exported TFLite models can locate answers and words in their input.
-        normalized, input_offsets = self._normalizer.normalize_with_offsets(text)
-        ids, starts, ends = self._text_wordpiece.tokenize_with_offsets(normalized)
-        # Per row, `input_offsets` gives the input byte of each normalized byte's character,
-        # then the input length. In the flat map, a run of equal values is one input
-        # character; the next run starts at the next character normalization keeps.
-        offsets = tf.cast(input_offsets.flat_values, tf.int64)
-        size = tf.shape(offsets, tf.int64)
-        previous = tf.pad(offsets, [[1, 0]], constant_values=-1)[:-1]
-        row_start = _count_at(input_offsets.row_splits[:-1], size[0]) > 0
-        new_run = (offsets != previous) | row_start
-        run = tf.cumsum(tf.cast(new_run, tf.int64)) - 1
-        run_start = tf.scatter_nd(run[:, tf.newaxis], tf.where(new_run, offsets, 0), size)
-        # A piece runs from the character of its first byte to the next kept character.
-        row_base = tf.gather(input_offsets.row_splits, _row_ids(starts.row_splits))
-        first = row_base + tf.cast(starts.flat_values, tf.int64)
-        last = row_base + tf.cast(ends.flat_values, tf.int64) - 1
-        starts = starts.with_flat_values(tf.gather(offsets, first))
-        ends = ends.with_flat_values(tf.gather(run_start, tf.gather(run, last) + 1))
-        return ids, starts, ends
+    def _tflite_pipeline(self, text, with_offsets):
+        """The reference pipeline in TFLite builtin ops plus three tf.text ops that tf.text's
+        TFLite registrar resolves: decode UTF-8 by arithmetic on the bytes, look each
+        character up in the normalization table, spell the words with
+        `FastWordpieceDetokenize`, cut them with `FastWordpieceTokenize`. Flat index
+        arithmetic only (no ragged gathers, no string ops)."""
+        code_points, rows, char_starts, char_ends = _utf8_characters(text)
+        entry = tf.gather(self._entries, tf.gather(self._block_of, code_points // _BLOCK)
+                          * _BLOCK + code_points % _BLOCK)
+        kinds = entry % 4
+        kept = tf.where(kinds != _REMOVED_CHAR)[:, 0]  # removed characters join no words
+        kinds, rows = tf.gather(kinds, kept), tf.gather(rows, kept)
+        previous_kind = tf.pad(kinds, [[1, 0]], constant_values=_WHITESPACE_CHAR)[:-1]
+        previous_row = tf.pad(rows, [[1, 0]], constant_values=-1)[:-1]
+        begins_word = (rows != previous_row) | (previous_kind != _WORD_CHAR) | (
+            kinds == _ISOLATED_CHAR)
+        in_word = tf.where(kinds != _WHITESPACE_CHAR)[:, 0]
+        kept = tf.gather(kept, in_word)
+        begins_word = tf.gather(begins_word, in_word)
+        word_of_char = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
+        num_words = tf.reduce_sum(tf.cast(begins_word, tf.int64))
+        word_rows = tf.gather(tf.gather(rows, in_word), tf.where(begins_word)[:, 0])
+        # Each character's normalized characters, as alphabet indices (+1, 0 for none).
+        spelled = tf.gather(self._spellings, tf.gather(entry // 4, kept))
+        width = self._spellings.shape[1]
+        spelled = tf.reshape(spelled, [-1])
+        # int32: TFLite divides no int64.
+        present = tf.cast(tf.where(spelled > 0)[:, 0], tf.int32)
+        char_of = present // width
+        letters = tf.gather(spelled, present) - 1
+        word_of_letter = tf.gather(word_of_char, char_of)
+        word_lengths = _count_at(word_of_letter, num_words)
+        # Over-long words: spelled with the placeholder (index 0), they become [UNK].
+        letters = tf.where(tf.gather(word_lengths > MAX_CHARS_PER_WORD, word_of_letter),
+                           tf.zeros_like(letters), letters)
+        first = (present % width == 0) & tf.gather(begins_word, char_of)
+        word_splits = tf.pad(tf.cumsum(word_lengths), [[1, 0]])
+        words = self._speller.detokenize(tf.RaggedTensor.from_row_splits(
+            2 * letters + 1 - tf.cast(first, letters.dtype), word_splits, validate=False))
+        pieces, starts, ends = self._word_wordpiece.tokenize_with_offsets(words)
+        piece_word = _row_ids(pieces.row_splits)
+        batch_size = tf.shape(text, out_type=tf.int64)[0]
+        row_splits = tf.pad(
+            tf.cumsum(_count_at(tf.gather(word_rows, piece_word), batch_size)), [[1, 0]])
+
+        def by_row(values):
+            return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+
+        if not with_offsets:
+            return (by_row(pieces.flat_values),)
+        # Piece offsets count bytes of the spelled words: find the letters they fall in, then
+        # the input characters those come from.
+        letter_splits = tf.pad(tf.cumsum(tf.gather(self._alphabet_bytes, letters)), [[1, 0]])
+        letter_at_byte = _row_ids(letter_splits)
+        base = tf.gather(letter_splits, tf.gather(word_splits, piece_word))
+        first_char = tf.gather(char_of, tf.gather(letter_at_byte, base + starts.flat_values))
+        last_char = tf.gather(char_of, tf.gather(letter_at_byte, base + ends.flat_values - 1))
+        starts = tf.gather(tf.gather(char_starts, kept), first_char)
+        ends = tf.gather(tf.gather(char_ends, kept), last_char)
+        return by_row(pieces.flat_values), by_row(starts), by_row(ends)
 
     def _normalize_characters(self, chars):
         """Normalizes single characters as the reference does: clean, strip accents, lower."""
@@ -463,6 +511,40 @@ def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
         strict=True,
     )
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
+
+
+def _utf8_characters(text):
+    """Decodes UTF-8 with builtin arithmetic on the bytes (TFLite has no Unicode ops):
+    `(code_points, rows, starts, ends)` of the valid characters of `text`, flat, with each
+    one's byte span in its string. Invalid bytes are skipped: the reference reads them as
+    U+FFFD, which it removes, and a valid character never starts inside an invalid run."""
+    split = tf_text.ByteSplitter().split(text)
+    row_splits = split.row_splits
+    byte = tf.cast(split.flat_values, tf.int32)
+    size = tf.size(byte, out_type=tf.int64)
+    rows = _row_ids(row_splits)
+    position = tf.range(size)
+    left_in_row = tf.gather(row_splits[1:], rows) - position
+    padded = tf.pad(byte, [[0, 3]])
+    following = [padded[k : size + k] for k in (1, 2, 3)]
+    length = tf.where(byte < 0x80, 1, tf.where(byte < 0xC2, 0, tf.where(
+        byte < 0xE0, 2, tf.where(byte < 0xF0, 3, tf.where(byte < 0xF5, 4, 0)))))
+    # The second byte's range is narrower after E0, ED, F0 and F4: no overlong forms, no
+    # surrogates, nothing past U+10FFFF.
+    low = tf.where(byte == 0xE0, 0xA0, tf.where(byte == 0xF0, 0x90, 0x80))
+    high = tf.where(byte == 0xED, 0x9F, tf.where(byte == 0xF4, 0x8F, 0xBF))
+    valid = (length > 0) & (tf.cast(length, tf.int64) <= left_in_row)
+    valid &= (length < 2) | ((following[0] >= low) & (following[0] <= high))
+    for k in (2, 3):
+        valid &= (length <= k) | ((following[k - 1] >= 0x80) & (following[k - 1] < 0xC0))
+    code_point = byte - tf.gather([0, 0, 0xC0, 0xE0, 0xF0], length)
+    for k, next_byte in enumerate(following, start=2):
+        code_point = tf.where(length >= k, code_point * 64 + next_byte - 0x80, code_point)
+    lead = tf.where(valid)[:, 0]
+    rows = tf.gather(rows, lead)
+    starts = tf.gather(position, lead) - tf.gather(row_splits, rows)
+    ends = starts + tf.cast(tf.gather(length, lead), tf.int64)
+    return tf.gather(code_point, lead), rows, starts, ends
 
 
 def _char_at(char_offsets, byte_offsets):

@@ -44,9 +44,12 @@ def reference_ids(reference, lines):
     return [e.ids for e in reference.encode_batch(lines, add_special_tokens=False)]
 
 
+@pytest.mark.parametrize("tflite_compatible", [False, True], ids=["reference", "tflite"])
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
-def test_corpus_ids_equal_reference(vocab_file, reference, corpus, lower_case):
-    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+def test_corpus_ids_equal_reference(vocab_file, reference, corpus, lower_case,
+                                    tflite_compatible):
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case,
+                              tflite_compatible=tflite_compatible)
     ours = batched(tf.function(tokenizer.call), corpus)
     expected = reference_ids(reference[lower_case], corpus)
     differing = [line for line, a, b in zip(corpus, ours, expected, strict=True) if a != b]
@@ -66,14 +69,17 @@ def code_points_to_compare():
     ]
 
 
+@pytest.mark.parametrize("tflite_compatible", [False, True], ids=["reference", "tflite"])
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
-def test_every_code_point_equals_reference(vocab_file, reference, lower_case):
+def test_every_code_point_equals_reference(vocab_file, reference, lower_case,
+                                           tflite_compatible):
     # Between ASCII letters, a character shows whether it is removed ("ab"), whitespace
     # ("a", "b"), isolated ("a", x, "b") or part of the word, and how it normalizes.
     code_points = code_points_to_compare()
     lines = [" ".join(f"a{chr(c)}b" for c in code_points[i : i + 64])
              for i in range(0, len(code_points), 64)]
-    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case,
+                              tflite_compatible=tflite_compatible)
     ours = batched(tf.function(tokenizer.call), lines, batch_size=512)
     expected = reference_ids(reference[lower_case], lines)
     # Each line holds "a{c}b" groups, so its code points sit at every 4th character.
@@ -148,35 +154,30 @@ def test_offsets_locate_wordpieces_in_the_input():
     assert tokenizer.word_ids(ids).to_list() == [[0, 1, 1, 2, 3, 4]]
 
 
-def test_tflite_compatible_offsets_span_input_characters(vocab_file):
-    tokenizer = BertTokenizer(vocab_file, tflite_compatible=True)
-    text = "Opéned 군 كَ x\u200b y"
-    ids, starts, ends = tokenizer.tokenize_with_offsets([text])
-    raw = text.encode("utf-8")
-    pieces = [raw[s:e].decode("utf-8")
-              for s, e in zip(starts[0].numpy(), ends[0].numpy(), strict=True)]
-    # The pieces of a decomposed syllable share its span; a piece runs to the next character
-    # normalization keeps, so the removed vowel mark after "ك" and the zero-width space
-    # after "x" are inside.
-    assert [tokenizer.id_to_token(i) for i in ids[0].numpy()] == [
-        "opened", "ᄀ", "##ᅮ", "##ᆫ", "ك", "x", "y"
-    ]
-    assert pieces == ["Opéned", "군", "군", "군", "كَ", "x\u200b", "y"]
+def test_tflite_compatible_offsets_equal_reference(vocab_file, corpus):
+    lines = corpus + ["Opéned 군 كَ x\u200b y", "a" * 101 + " b", "\x00é\u0301\u200bx"]
+    ours = BertTokenizer(vocab_file, tflite_compatible=True).tokenize_with_offsets(lines)
+    reference_pipeline = BertTokenizer(vocab_file).tokenize_with_offsets(lines)
+    for a, b in zip(ours, reference_pipeline, strict=True):
+        assert a.to_list() == b.to_list()
+    # The pieces of a decomposed syllable share its span; removed characters (the vowel mark
+    # after "ك", the zero-width space after "x") are in no piece.
+    text = lines[-3]
+    row = len(corpus)
+    pieces = [text.encode("utf-8")[s:e].decode("utf-8")
+              for s, e in zip(ours[1][row].numpy(), ours[2][row].numpy(), strict=True)]
+    assert pieces == ["Opéned", "군", "군", "군", "ك", "x", "y"]
 
 
-def test_tflite_compatible_pipeline_differs_as_documented(vocab_file, reference):
-    tokenizer = BertTokenizer(vocab_file, tflite_compatible=True)
-
-    def tokens(text):
-        return [tokenizer.id_to_token(i) for i in tokenizer(text).numpy()]
-
-    assert tokens("x² ﬁ ＡＢ") == ["x", "##2", "fi", "ab"]
-    assert reference[True].encode("x² ﬁ ＡＢ", add_special_tokens=False).tokens == [
-        "x", "##²", "ﬁ", "[UNK]"
-    ]
-    assert tokens("a\x0bb") == ["a", "b"]  # the reference removes \x0b: "ab"
-    assert tokens("σας") == ["σ", "##α", "##σ"]  # case folding: ς -> σ
-    assert reference[True].encode("σας", add_special_tokens=False).tokens == ["σ", "##α", "##ς"]
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_tflite_compatible_pipeline_normalizes_as_the_reference(vocab_file, reference,
+                                                                lower_case):
+    # Each of these differed under FastBertNormalize (NFKC case folding, control characters
+    # as spaces, private use kept, newer combining marks dropped).
+    lines = ["50% off™ — ½ price", "wait…", "straße σας ﬁ x² ＡＢ", "a\x0bb", "x\ue000y",
+             "a\u1ac1b", "군", "İ ǅ"]
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case, tflite_compatible=True)
+    assert tokenizer(lines).to_list() == reference_ids(reference[lower_case], lines)
 
 
 @pytest.mark.parametrize("tflite_compatible", [False, True])
@@ -200,9 +201,10 @@ def test_invalid_utf8_is_ignored_like_replacement_characters(vocab_file, referen
     # Offsets index the input bytes.
     pieces = [raw[0][s:e] for s, e in zip(starts[0].numpy(), ends[0].numpy(), strict=True)]
     assert pieces == [b"caf", b"au", b"lai", b"t"]
-    # The TFLite-compatible pipeline makes words with invalid bytes [UNK].
-    tflite_ids = BertTokenizer(vocab_file, tflite_compatible=True)(tf.constant(raw)).to_list()
-    assert tflite_ids == [[100, 100, 100], [100], [100]]
+    tflite = BertTokenizer(vocab_file, tflite_compatible=True)
+    assert tflite(tf.constant(raw)).to_list() == expected
+    assert [x.to_list() for x in tflite.tokenize_with_offsets(tf.constant(raw))] == [
+        x.to_list() for x in tokenizer.tokenize_with_offsets(tf.constant(raw))]
 
 
 def test_word_length_limit_counts_characters(vocab_file, reference):
