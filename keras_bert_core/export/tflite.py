@@ -38,6 +38,10 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers (no Flex ops); an app
     registers those (see `export/README.md` and `export/run_tflite.py`).
 
+    The file is written beside `path` and renamed into place when complete. It has no
+    request limits (unlike `export_saved_model`): no TFLite builtin op can cut a string, so
+    an app that passes on texts it did not write cuts them before invoking.
+
     Args:
         model: as for `export_saved_model`.
         preprocessor: the `BertPreprocessor` the model was trained with; its settings

@@ -1,0 +1,138 @@
+"""`kbc export` and `kbc predict` at the deployment end, each in a new process (an import
+this test process made, tensorflow_text's among them, would hide a missing one): exports
+serve, bad input and broken exports get one line, and --overwrite never replaces an input."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.conftest import Result
+from tests.cli.test_errors import assert_user_error
+
+
+def kbc_process(*argv, stdin=b"", cwd=None):
+    """Runs `kbc ARGS...` in a new Python process; stdin is given as bytes."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)], input=stdin,
+        capture_output=True, cwd=cwd, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return Result(completed.returncode, completed.stdout.decode(),
+                  completed.stderr.decode(errors="replace"))
+
+
+@pytest.fixture(scope="module")
+def export_dir(classify_run, tmp_path_factory):
+    """`kbc export` of the classifier run: saved_model/ and model.tflite."""
+    output = tmp_path_factory.mktemp("deploy") / "export"
+    exported = kbc_process("export", classify_run, "-o", output)
+    assert exported.code == 0, exported.err
+    assert not [p for p in os.listdir(output.parent) if ".partial-" in p]
+    return output
+
+
+@pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
+def test_predict_serves_an_export_in_a_new_process(export_dir, model):
+    predicted = kbc_process("predict", export_dir / model, stdin=b"good film\n")
+    assert predicted.code == 0, predicted.err
+    [answer] = [json.loads(line) for line in predicted.out.splitlines()]
+    assert answer["label_name"] in ("negative", "neutral", "positive")
+
+
+@pytest.mark.parametrize("stdin, message", [
+    (b"", "standard input is empty"),
+    (b" \n\n", "standard input is empty"),
+    (b"good film\nbad \xff film\n", "standard input is not UTF-8 text (line 2: byte 0xff)"),
+])
+def test_bad_standard_input(export_dir, stdin, message):
+    assert_user_error(kbc_process("predict", export_dir / "model.tflite", stdin=stdin),
+                      "kbc predict: error: ", message)
+
+
+def test_binary_input_file(export_dir):
+    binary = export_dir / "model.tflite"  # a flatbuffer: not UTF-8
+    assert_user_error(kbc_process("predict", export_dir / "saved_model", "-i", binary),
+                      f"{binary} is not UTF-8 text")
+
+
+def test_truncated_tflite_file(export_dir, tmp_path):
+    truncated = tmp_path / "model.tflite"
+    truncated.write_bytes((export_dir / "model.tflite").read_bytes()[:100_000])
+    assert_user_error(kbc_process("predict", truncated, stdin=b"good film\n"),
+                      f"{truncated} is not a complete .tflite file")
+
+
+@pytest.mark.parametrize("damage", ["truncated saved_model.pb", "truncated variables"])
+def test_truncated_saved_model(export_dir, tmp_path, damage):
+    copy = shutil.copytree(export_dir / "saved_model", tmp_path / "saved_model")
+    if damage == "truncated saved_model.pb":
+        damaged = copy / "saved_model.pb"
+    else:
+        [damaged] = (copy / "variables").glob("variables.data-*")
+    damaged.write_bytes(damaged.read_bytes()[:1000])
+    assert_user_error(kbc_process("predict", copy, stdin=b"good film\n"),
+                      f"{copy} is not a complete SavedModel")
+
+
+def test_predictions_over_the_export_batch_limit(classify_run, tmp_path):
+    output = tmp_path / "export"
+    exported = kbc_process("export", classify_run, "-o", output, "--format", "saved_model",
+                           "--max-batch-size", 2)
+    assert exported.code == 0, exported.err
+    texts = tmp_path / "texts.txt"
+    texts.write_text("good\nbad\nfine\n")
+    assert_user_error(kbc_process("predict", output / "saved_model", "-i", texts),
+                      "a request holds at most 2 rows", "--batch-size")
+    predicted = kbc_process("predict", output / "saved_model", "-i", texts, "--batch-size", 2)
+    assert predicted.code == 0, predicted.err
+    assert len(predicted.out.splitlines()) == 3
+
+
+@pytest.mark.parametrize("name", ["../../outside", "ABSOLUTE", "..", "."])
+def test_export_names_are_one_folder_name(kbc, classify_run, tmp_path, name):
+    name = str(tmp_path / "outside") if name == "ABSOLUTE" else name
+    result = kbc("export", classify_run, "-o", tmp_path / "export", "--name", name)
+    assert_user_error(result, "the model name must be one folder name", repr(name))
+    assert os.listdir(tmp_path) == []
+    assert not (tmp_path.parent / "outside").exists()
+
+
+@pytest.mark.parametrize("model, output, how", [
+    ("", "", "is the input"),
+    ("model.keras", "", "contains the input"),
+    ("", "..", "contains the input"),
+])
+def test_overwrite_never_replaces_the_run_it_exports(kbc, classify_run, model, output, how):
+    before = sorted(os.listdir(classify_run))
+    result = kbc("export", classify_run / model, "-o", classify_run / output, "--overwrite")
+    assert_user_error(result, how)
+    assert sorted(os.listdir(classify_run)) == before
+
+
+def test_overwrite_never_truncates_the_input_it_predicts(kbc, export_dir, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("good film\nbad film\n")
+    result = kbc("predict", export_dir / "model.tflite", "-i", texts, "-o", texts,
+                 "--overwrite")
+    assert_user_error(result, f"the output {texts} is the input {texts}")
+    assert texts.read_text() == "good film\nbad film\n"
+
+
+def test_predictions_file_appears_only_when_complete(kbc, export_dir, tmp_path, monkeypatch):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("good film\nbad film\n")
+    output = tmp_path / "answers.jsonl"
+    output.write_text("old answers\n")
+
+    def failing_answers(args):
+        yield {"label": 0}
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr("keras_bert_core.cli.predict.answers", failing_answers)
+    with pytest.raises(RuntimeError, match="killed"):
+        kbc("predict", export_dir / "model.tflite", "-i", texts, "-o", output, "--overwrite")
+    assert output.read_text() == "old answers\n"
+    assert sorted(os.listdir(tmp_path)) == ["answers.jsonl", "texts.txt"]
