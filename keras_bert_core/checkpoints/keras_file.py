@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 
 from keras_bert_core.checkpoints.readers import describe_error
@@ -34,8 +35,14 @@ def load_model(path):
 
     Weights only: the optimizer state is not restored (task models compile themselves).
     """
+    import zipfile
+
     import keras
 
+    # Keras reports a torn or truncated archive as "File not found".
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise CheckpointError(f"{path}: not a complete .keras file (a .keras file is a zip "
+                              "archive; this one is truncated or of another kind)")
     try:
         with warnings.catch_warnings():
             # The saved optimizer state is left out on purpose; Keras would warn that the

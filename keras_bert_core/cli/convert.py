@@ -7,6 +7,7 @@ import shutil
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import VOCAB_FILE, say, stage
 from keras_bert_core.cli.run_dir import claim_output
+from keras_bert_core.files import replaced_when_complete
 
 
 def add_arguments(parser):
@@ -25,7 +26,8 @@ def run(args):
 
     if not args.output.endswith(".keras"):
         raise UserError(f"{args.output}: the output must end in .keras")
-    claim_output(args.output, args.overwrite, make_parent=True)
+    claim_output(args.output, args.overwrite, make_parent=True,
+                 inputs=[args.source, args.config])
     config = None
     if args.config:
         try:
@@ -34,7 +36,8 @@ def run(args):
             raise UserError(str(e)) from None
     fmt = detect_format(args.source)
     with stage(f"converting the {fmt} checkpoint {args.source}"):
-        encoder = convert_checkpoint(args.source, args.output, config)
+        with replaced_when_complete(args.output) as partial:
+            encoder = convert_checkpoint(args.source, partial, config)
     say(f"wrote {args.output}: {encoder.count_params():,} weights, "
         f"{encoder.config.num_layers} layers x {encoder.config.hidden_size}")
     # Keep the vocabulary with the model, where `kbc finetune --checkpoint` looks for it.

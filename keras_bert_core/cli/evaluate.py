@@ -3,9 +3,10 @@
 import json
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import say
+from keras_bert_core.cli.common import positive_int, say
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, load_tfds
+from keras_bert_core.files import replaced_when_complete
 
 
 def add_arguments(parser):
@@ -16,7 +17,8 @@ def add_arguments(parser):
     parser.add_argument("--tfds", metavar="NAME", help="a TensorFlow Datasets task instead")
     parser.add_argument("--split", default="validation", help="--tfds split")
     parser.add_argument("--tfds-data-dir", metavar="DIR", help="where TFDS keeps its data")
-    parser.add_argument("--batch-size", type=int, default=32, help="examples per batch")
+    parser.add_argument("--batch-size", type=positive_int, default=32,
+                        help="examples per batch")
     parser.add_argument("-o", "--output", metavar="JSON", help="also write the metrics here")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     add_data_options(parser, with_defaults=False)
@@ -26,7 +28,8 @@ def run(args):
     if (args.data is None) == (args.tfds is None):
         raise UserError("pass the data to score: a FILE or --tfds NAME")
     if args.output:
-        claim_output(args.output, args.overwrite, make_parent=True)
+        claim_output(args.output, args.overwrite, make_parent=True,
+                     inputs=[args.model, args.data])
     model, task, preprocessor = load_finetuned(args.model)
     task.settings.update(data_settings(args))
     if args.tfds:
@@ -37,6 +40,7 @@ def run(args):
     metrics = task.evaluate(model, data, preprocessor, args.batch_size)
     text = json.dumps(metrics, indent=2)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        with replaced_when_complete(args.output) as partial:
+            with open(partial, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
     print(text)

@@ -77,8 +77,11 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
         raise UserError(str(e)) from None
     # An empty stream would make `fit` end at once with a NaN loss, as if it had trained.
     if not any(True for _ in dataset.take(1)):
+        hint = (" (next-sentence rows need documents of two or more sentences, one a line)"
+                if next_sentence else "")
         raise UserError(f"{', '.join(inputs)}: not enough text for one batch of {batch_size} "
-                        f"rows of {seq_length} tokens; give more text or a smaller --batch-size")
+                        f"rows of {seq_length} tokens{hint}; give more text or a smaller "
+                        "--batch-size")
     return dataset.repeat()
 
 

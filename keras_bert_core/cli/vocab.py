@@ -1,8 +1,11 @@
 """`kbc vocab`: learn a WordPiece vocabulary from text files."""
 
+import glob
+
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import say, stage
 from keras_bert_core.cli.run_dir import claim_output
+from keras_bert_core.files import replaced_when_complete
 
 # Faster than tf.text's defaults (a shallower threshold search, fewer passes) and still close
 # to the requested size on corpora of a few megabytes; --min-count raises the floor.
@@ -38,8 +41,10 @@ def learn_vocab(inputs, output, vocab_size, lower_case=True, min_count=2):
 def run(args):
     if args.vocab_size < 10:
         raise UserError(f"--vocab-size {args.vocab_size} is too small")
-    claim_output(args.output, args.overwrite, make_parent=True)
-    vocab = learn_vocab(args.inputs, args.output, args.vocab_size, not args.cased,
-                        args.min_count)
+    claim_output(args.output, args.overwrite, make_parent=True,
+                 inputs=[path for pattern in args.inputs for path in glob.glob(pattern)])
+    with replaced_when_complete(args.output) as partial:
+        vocab = learn_vocab(args.inputs, partial, args.vocab_size, not args.cased,
+                            args.min_count)
     say(f"wrote {len(vocab)} tokens to {args.output}")
     print(args.output)

@@ -79,16 +79,31 @@ def _glob(files):
     return paths
 
 
+# Bytes of a file read to check that it is UTF-8 text: enough to catch a file in another
+# encoding without reading a large corpus twice (later invalid bytes are dropped, as the
+# reference tokenizer drops them).
+_ENCODING_CHECK_BYTES = 1 << 20
+
+
 def _check_has_sentence(path):
     if tf.io.gfile.isdir(path):
         raise ValueError(f"Input {path!r} is a directory, not a text file.")
-    with tf.io.gfile.GFile(path) as f:
-        empty = True
-        for line in f:  # Stops at the first sentence: cheap even for huge files.
-            empty = False
-            if line.strip():
-                return
-    problem = "is empty" if empty else "has no sentences, only blank lines"
+    with tf.io.gfile.GFile(path, "rb") as f:
+        head = f.read(_ENCODING_CHECK_BYTES)
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start < len(head) - 3:  # not a character cut by the end of the head
+            line = head.count(b"\n", 0, error.start) + 1
+            column = error.start - (head.rfind(b"\n", 0, error.start) + 1) + 1
+            raise ValueError(
+                f"Input file {path!r} is not UTF-8 text: line {line}, column {column} holds "
+                f"the byte 0x{head[error.start]:02x}; convert the file to UTF-8 (e.g. "
+                "`iconv -f latin1 -t utf-8`).") from None
+        text = head[:error.start].decode("utf-8")
+    if text.strip():
+        return
+    problem = "is empty" if not head else "has no sentences, only blank lines"
     raise ValueError(f"Input file {path!r} {problem}.")
 
 

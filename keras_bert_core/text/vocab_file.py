@@ -13,8 +13,9 @@ def load_vocabulary(vocabulary):
             list/tuple of tokens.
 
     Raises:
-        ValueError: the vocabulary is empty, has duplicate tokens, or lacks any of
-            ``[PAD] [UNK] [CLS] [SEP] [MASK]``; the message names them and the source.
+        ValueError: the vocabulary is empty, has duplicate tokens, lacks any of
+            ``[PAD] [UNK] [CLS] [SEP] [MASK]``, or holds no word piece besides bracketed
+            tokens such as those; the message names them and the source.
     """
     if isinstance(vocabulary, (str, os.PathLike)):
         source = os.fspath(vocabulary)
@@ -40,5 +41,11 @@ def load_vocabulary(vocabulary):
         raise ValueError(
             f"The vocabulary from {source} lacks the special tokens {missing}; "
             f"a BERT vocabulary needs all of {list(SPECIAL_TOKENS)}."
+        )
+    # Bracketed tokens are never matched in text: without a word piece nothing can be read.
+    if all(t.startswith("[") and t.endswith("]") for t in tokens):
+        raise ValueError(
+            f"The vocabulary from {source} holds only special tokens such as "
+            f"{tokens[:3]}; it needs word pieces (learn one with `kbc vocab`)."
         )
     return tokens

@@ -119,7 +119,9 @@ class StepBackup(keras.callbacks.Callback):
         return 0
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.every_steps and _step(self.model) % self.every_steps == 0:
+        # An epoch's last step is backed up at its end, after the epoch's logs and checkpoint.
+        last_of_epoch = batch + 1 == self.params.get("steps")
+        if self.every_steps and _step(self.model) % self.every_steps == 0 and not last_of_epoch:
             self._back_up()
 
     def on_epoch_end(self, epoch, logs=None):
@@ -246,16 +248,18 @@ def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
             when calling this outside `strategy.scope()`.
 
     Returns:
-        A list of callbacks: `StopOnNonFiniteLoss` first, then `StepBackup`, so that no
-        backup holds diverged weights.
+        A list of callbacks: `StopOnNonFiniteLoss` first, so that nothing saves diverged
+        weights, and `StepBackup` last, so that what a step or an epoch writes is on disk
+        before its backup (a kill in between redoes the step; `fit_resumable` drops its
+        records of `metrics.jsonl`).
     """
     is_chief, task = worker_role(strategy)
     # The backup folder is made at the first backup, after the first step: every worker
     # joins that step, so the chief has claimed the run directory by then.
-    callbacks = [StopOnNonFiniteLoss(),
-                 StepBackup(_backup_dir(run_dir, task), every_steps=backup_every_steps)]
+    backup = StepBackup(_backup_dir(run_dir, task), every_steps=backup_every_steps)
     if not is_chief:
-        return callbacks
+        return [StopOnNonFiniteLoss(), backup]
+    callbacks = [StopOnNonFiniteLoss()]
     os.makedirs(run_dir, exist_ok=True)
     if checkpoint_every_epochs:
         os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
@@ -265,7 +269,7 @@ def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
     if tensorboard:
         callbacks.append(keras.callbacks.TensorBoard(os.path.join(run_dir, "logs")))
     callbacks.append(MetricsLogger(os.path.join(run_dir, "metrics.jsonl"), log_every_steps))
-    return callbacks
+    return [*callbacks, backup]
 
 
 def fit_resumable(model, dataset, run_dir, *, epochs, steps_per_epoch, callbacks,

@@ -96,31 +96,6 @@ def test_pretrain_writes_a_complete_run_directory(pretrain_run):
                       keras.Model)
 
 
-class _InterruptAfterFirstEpoch(keras.callbacks.Callback):
-    def on_epoch_end(self, epoch, logs=None):
-        raise KeyboardInterrupt
-
-
-def test_pretrain_resumes_from_its_last_backup(kbc, corpus, tiny_config, tmp_path,
-                                               monkeypatch):
-    run_dir = tmp_path / "run"
-    callbacks = RunDirectory.callbacks
-    # The backup is written before this callback stops the run, as a preemption would.
-    monkeypatch.setattr(RunDirectory, "callbacks", lambda self, **kwargs: [
-        *callbacks(self, **kwargs), _InterruptAfterFirstEpoch()])
-    interrupted = kbc("pretrain", corpus, "--vocab", VOCAB, "--config", tiny_config,
-                      "--seq-length", 32, "--batch-size", 4, "--epochs", 3,
-                      "--steps-per-epoch", 2, "--run-dir", run_dir)
-    assert interrupted.code == 130
-    monkeypatch.setattr(RunDirectory, "callbacks", callbacks)
-
-    resumed = kbc("pretrain", "--resume", "--run-dir", run_dir)
-    assert resumed.code == 0, resumed.err
-    assert "resuming" in resumed.err and "after epoch 1 of 3" in resumed.err
-    records = RunDirectory.open(run_dir).epoch_metrics()
-    assert [(r["epoch"], r["step"]) for r in records] == [(1, 2), (2, 4), (3, 6)]
-
-
 def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision_with_xla(
         kbc, corpus, pretrain_run, tmp_path):
     from keras_bert_core.text import BertTokenizer
