@@ -61,7 +61,7 @@ def add_run_options(parser):
                        help="where to write the run (default: runs/<command>-<time>)")
     group.add_argument("--overwrite", action="store_true",
                        help="replace an existing run directory")
-    group.add_argument("--backup-every", type=positive_int, default=100, metavar="STEPS",
+    group.add_argument("--backup-every", type=positive_int, default=50, metavar="STEPS",
                        help="back up the training state every this many steps (and at "
                             "every epoch end), keeping the two newest: a killed run loses "
                             "at most this many steps")

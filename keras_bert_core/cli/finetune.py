@@ -48,7 +48,7 @@ def add_arguments(parser):
 
 
 def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validation=None,
-             class_weight=None, backup_every=100, verbose="auto"):
+             class_weight=None, backup_every=50, verbose="auto"):
     """Fits `model` into `run`, continuing from its newest backup, if any; saves it and its
     curves, scores `validation`.
 

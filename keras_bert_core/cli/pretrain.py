@@ -85,7 +85,7 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
     return dataset.repeat()
 
 
-def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, backup_every=100,
+def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, backup_every=50,
           verbose="auto"):
     """Fits `model` on the endless `dataset` into `run`, continuing from its newest backup
     (past the batches trained on); saves the model and its curves.

@@ -200,7 +200,7 @@ class RunDirectory:
         with replaced_when_complete(self.file(MODEL_FILE)) as partial:
             model.save(partial)
 
-    def fit(self, model, dataset, epochs, steps_per_epoch, backup_every=100,
+    def fit(self, model, dataset, epochs, steps_per_epoch, backup_every=50,
             checkpoint_every_epochs=1, log_every_steps=50, **fit_kwargs):
         """`fit_resumable` into this run: continues from its newest backup, if any, with
         backups (for `--resume`), checkpoints, TensorBoard logs and `metrics.jsonl`."""

@@ -85,7 +85,7 @@ class StepBackup(keras.callbacks.Callback):
     ['step_00000004.weights.h5', 'step_00000005.weights.h5']
     """
 
-    def __init__(self, folder, every_steps=100, keep=2):
+    def __init__(self, folder, every_steps=50, keep=2):
         super().__init__()
         self.folder = folder
         self.every_steps = every_steps
@@ -229,7 +229,7 @@ class _PeriodicCheckpoint(keras.callbacks.ModelCheckpoint):
 
 
 def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
-                       backup_every_steps=100, tensorboard=True, strategy=None):
+                       backup_every_steps=50, tensorboard=True, strategy=None):
     """The callbacks of a resumable run writing into `run_dir` (see the module docstring);
     pass them to `fit_resumable`.
 
