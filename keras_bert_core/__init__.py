@@ -56,7 +56,13 @@ _EXPORTS = {
 __all__ = [*sorted(_EXPORTS), "__version__"]
 
 
+# Subpackages load on first use too (`kbc.training.distribution_strategy(...)`).
+_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "text", "training")
+
+
 def __getattr__(name):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"keras_bert_core.{name}")
     if name not in _EXPORTS:
         raise AttributeError(f"module 'keras_bert_core' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

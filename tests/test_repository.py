@@ -31,3 +31,12 @@ def test_kbc_version_and_help_answer_without_error():
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         assert "kbc" in result.stdout or "keras_bert_core" in result.stdout
+
+
+def test_subpackages_load_from_the_top_level_as_the_readme_calls_them():
+    script = ("import keras_bert_core as kbc; "
+              "print(kbc.training.distribution_strategy.__name__, kbc.text.BertTokenizer.__name__)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["distribution_strategy", "BertTokenizer"]
