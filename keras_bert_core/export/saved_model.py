@@ -205,15 +205,15 @@ def check_model_name(name):
 
     Example:
     >>> check_model_name("classifier")
-    >>> check_model_name("../classifier")  # doctest: +ELLIPSIS
+    >>> check_model_name("../classifier")
     Traceback (most recent call last):
     ...
-    ValueError: the model name must be one folder name ...; got '../classifier'
+    ValueError: the model name must be one folder name (no '/', '.' or '..'), got '../classifier'
     """
     separators = [sep for sep in (os.sep, os.altsep, "/") if sep]
     if (not isinstance(name, str) or name in ("", ".", "..")
             or any(sep in name for sep in separators)):
-        raise ValueError(f"the model name must be one folder name, without '/', '.' or '..'; "
+        raise ValueError(f"the model name must be one folder name (no '/', '.' or '..'), "
                          f"got {name!r}")
 
 

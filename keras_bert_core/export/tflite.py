@@ -21,9 +21,9 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
 
     With `inputs="text"` the signature `serving_default` takes raw strings, `[batch]`
     each (usually one string per call on a phone; the interpreter resizes for more), and
-    tokenizes inside with tf.text's `FastBertNormalize` and `FastWordpieceTokenize`, the
-    preprocessor's TFLite-compatible pipeline (see `BertTokenizer` for how its ids differ
-    from the reference tokenizer on compatibility characters). Every row is padded to
+    tokenizes inside with the preprocessor's TFLite-compatible pipeline (builtin ops and
+    tf.text's custom ops; see `BertTokenizer` for how its ids compare with the reference
+    tokenizer's). Every row is padded to
     `preprocessor.seq_length`: static shapes keep the interpreter from reallocating on each
     text (and a variable-length graph would need a Flex op). With `inputs="ids"` the
     signature `predict_ids` takes int32 `token_ids`, `segment_ids`, `padding_mask`
@@ -72,8 +72,8 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     ...     "tiny", vocab_size=len(vocab), max_position_embeddings=16)), num_classes=2)
     >>> path = export_tflite(model, pre, os.path.join(tempfile.mkdtemp(), "film.tflite"),
     ...                      quantize="dynamic")
-    >>> sorted(op for op in tflite_op_types(open(path, "rb").read()) if op.startswith("Fast"))
-    ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets']
+    >>> "FastWordpieceTokenizeWithOffsets" in tflite_op_types(open(path, "rb").read())
+    True
     """
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
