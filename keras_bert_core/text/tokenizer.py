@@ -160,8 +160,7 @@ class BertTokenizer(keras.layers.Layer):
                 self._block_of = tf.constant(block_of)
                 self._entries = tf.constant(entries)
                 self._spellings = tf.constant(spellings)
-                self._alphabet_bytes = tf.constant(
-                    [len(c.encode("utf-8")) for c in alphabet], tf.int64)
+                self._alphabet_bytes = tf.constant([len(c.encode("utf-8")) for c in alphabet])
                 # Alphabet character i is token 2i at the start of a word and 2i + 1 after:
                 # detokenizing a word's characters spells the word.
                 self._speller = tf_text.FastWordpieceTokenizer(
@@ -278,46 +277,48 @@ class BertTokenizer(keras.layers.Layer):
         """The reference pipeline in TFLite builtin ops plus three tf.text ops that tf.text's
         TFLite registrar resolves: decode UTF-8 by arithmetic on the bytes, look each
         character up in the normalization table, spell the words with
-        `FastWordpieceDetokenize`, cut them with `FastWordpieceTokenize`. Flat index
-        arithmetic only (no ragged gathers, no string ops)."""
-        code_points, rows, char_starts, char_ends = _utf8_characters(text)
+        `FastWordpieceDetokenize`, cut them with `FastWordpieceTokenize`. Flat int32 index
+        arithmetic only (no ragged gathers, no string ops); few `Where`, no strided slices
+        over the text (TFLite's kernels for both are slow)."""
+        code_points, lengths, byte_rows, row_starts, byte_splits = _utf8_bytes(text)
         entry = tf.gather(self._entries, tf.gather(self._block_of, code_points // _BLOCK)
                           * _BLOCK + code_points % _BLOCK)
-        kinds = entry % 4
-        kept = tf.where(kinds != _REMOVED_CHAR)[:, 0]  # removed characters join no words
-        kinds, rows = tf.gather(kinds, kept), tf.gather(rows, kept)
-        previous_kind = tf.pad(kinds, [[1, 0]], constant_values=_WHITESPACE_CHAR)[:-1]
-        previous_row = tf.pad(rows, [[1, 0]], constant_values=-1)[:-1]
-        begins_word = (rows != previous_row) | (previous_kind != _WORD_CHAR) | (
-            kinds == _ISOLATED_CHAR)
-        in_word = tf.where(kinds != _WHITESPACE_CHAR)[:, 0]
-        kept = tf.gather(kept, in_word)
-        begins_word = tf.gather(begins_word, in_word)
-        word_of_char = tf.cumsum(tf.cast(begins_word, tf.int64)) - 1
-        num_words = tf.reduce_sum(tf.cast(begins_word, tf.int64))
-        word_rows = tf.gather(tf.gather(rows, in_word), tf.where(begins_word)[:, 0])
+        kinds = tf.where(lengths > 0, entry % 4, _REMOVED_CHAR)
+        # A whitespace character or the start of a row separates words; removed characters
+        # (and invalid bytes) do not.
+        separators = tf.cumsum(tf.cast((kinds == _WHITESPACE_CHAR) | row_starts, tf.int32))
+        in_word = kinds >= _ISOLATED_CHAR
+        chars = _positions(in_word)  # the input bytes where word characters start
+        separators = tf.gather(separators, chars)
+        isolated = tf.gather(kinds, chars) == _ISOLATED_CHAR
+        begins_word = (separators != _shift(separators, -1, fill=-1)) | isolated | _shift(
+            isolated, -1, fill=False)
+        words_so_far = tf.cumsum(tf.cast(begins_word, tf.int32))
         # Each character's normalized characters, as alphabet indices (+1, 0 for none).
-        spelled = tf.gather(self._spellings, tf.gather(entry // 4, kept))
         width = self._spellings.shape[1]
+        spelled = tf.gather(self._spellings, tf.gather(entry // 4, chars))
+        letters_before = tf.cumsum(tf.reduce_sum(tf.cast(spelled > 0, tf.int32), 1),
+                                   exclusive=True)
         spelled = tf.reshape(spelled, [-1])
-        # int32: TFLite divides no int64.
-        present = tf.cast(tf.where(spelled > 0)[:, 0], tf.int32)
+        present = _positions(spelled > 0)
         char_of = present // width
         letters = tf.gather(spelled, present) - 1
-        word_of_letter = tf.gather(word_of_char, char_of)
-        word_lengths = _count_at(word_of_letter, num_words)
+        word_starts = tf.concat(
+            [tf.gather(letters_before, _positions(begins_word)), tf.shape(letters)], 0)
+        word_of_letter = tf.gather(words_so_far, char_of) - 1
         # Over-long words: spelled with the placeholder (index 0), they become [UNK].
-        letters = tf.where(tf.gather(word_lengths > MAX_CHARS_PER_WORD, word_of_letter),
-                           tf.zeros_like(letters), letters)
+        too_long = _shift(word_starts, 1, fill=0) - word_starts > MAX_CHARS_PER_WORD
+        letters = tf.where(tf.gather(too_long, word_of_letter), 0, letters)
         first = (present % width == 0) & tf.gather(begins_word, char_of)
-        word_splits = tf.pad(tf.cumsum(word_lengths), [[1, 0]])
         words = self._speller.detokenize(tf.RaggedTensor.from_row_splits(
-            2 * letters + 1 - tf.cast(first, letters.dtype), word_splits, validate=False))
+            2 * letters + 1 - tf.cast(first, tf.int32), tf.cast(word_starts, tf.int64),
+            validate=False))
         pieces, starts, ends = self._word_wordpiece.tokenize_with_offsets(words)
-        piece_word = _row_ids(pieces.row_splits)
-        batch_size = tf.shape(text, out_type=tf.int64)[0]
-        row_splits = tf.pad(
-            tf.cumsum(_count_at(tf.gather(word_rows, piece_word), batch_size)), [[1, 0]])
+        # Rows of pieces: the words before each row's first byte.
+        chars_before = tf.gather(tf.pad(tf.cumsum(tf.cast(in_word, tf.int32)), [[1, 0]]),
+                                 byte_splits)
+        words_before = tf.gather(tf.pad(words_so_far, [[1, 0]]), chars_before)
+        row_splits = tf.gather(pieces.row_splits, words_before)
 
         def by_row(values):
             return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
@@ -328,11 +329,16 @@ class BertTokenizer(keras.layers.Layer):
         # the input characters those come from.
         letter_splits = tf.pad(tf.cumsum(tf.gather(self._alphabet_bytes, letters)), [[1, 0]])
         letter_at_byte = _row_ids(letter_splits)
-        base = tf.gather(letter_splits, tf.gather(word_splits, piece_word))
-        first_char = tf.gather(char_of, tf.gather(letter_at_byte, base + starts.flat_values))
-        last_char = tf.gather(char_of, tf.gather(letter_at_byte, base + ends.flat_values - 1))
-        starts = tf.gather(tf.gather(char_starts, kept), first_char)
-        ends = tf.gather(tf.gather(char_ends, kept), last_char)
+        base = tf.gather(letter_splits, tf.gather(word_starts, _row_ids(pieces.row_splits)))
+
+        def input_byte(letter_byte):
+            return tf.gather(chars, tf.gather(char_of, tf.gather(letter_at_byte, letter_byte)))
+
+        first_byte = input_byte(base + tf.cast(starts.flat_values, tf.int32))
+        last_byte = input_byte(base + tf.cast(ends.flat_values, tf.int32) - 1)
+        row_base = tf.gather(byte_splits, tf.gather(byte_rows, first_byte))
+        starts = tf.cast(first_byte - row_base, tf.int64)
+        ends = tf.cast(last_byte + tf.gather(lengths, last_byte) - row_base, tf.int64)
         return by_row(pieces.flat_values), by_row(starts), by_row(ends)
 
     def _normalize_characters(self, chars):
@@ -513,38 +519,55 @@ def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
 
 
-def _utf8_characters(text):
-    """Decodes UTF-8 with builtin arithmetic on the bytes (TFLite has no Unicode ops):
-    `(code_points, rows, starts, ends)` of the valid characters of `text`, flat, with each
-    one's byte span in its string. Invalid bytes are skipped: the reference reads them as
-    U+FFFD, which it removes, and a valid character never starts inside an invalid run."""
+def _utf8_bytes(text):
+    """Decodes UTF-8 with builtin arithmetic on the bytes (TFLite has no Unicode ops).
+
+    Returns, per byte of `text` (flat), the code point of the character starting there and
+    its length in bytes (0 where no valid character starts: continuation and invalid bytes;
+    the reference reads invalid ones as U+FFFD, which it removes, and a valid character
+    never starts inside an invalid run), then each byte's row, whether it starts its row, and
+    the row splits; int32."""
     split = tf_text.ByteSplitter().split(text)
-    row_splits = split.row_splits
+    row_splits = tf.cast(split.row_splits, tf.int32)
     byte = tf.cast(split.flat_values, tf.int32)
-    size = tf.size(byte, out_type=tf.int64)
     rows = _row_ids(row_splits)
-    position = tf.range(size)
-    left_in_row = tf.gather(row_splits[1:], rows) - position
-    padded = tf.pad(byte, [[0, 3]])
-    following = [padded[k : size + k] for k in (1, 2, 3)]
-    length = tf.where(byte < 0x80, 1, tf.where(byte < 0xC2, 0, tf.where(
-        byte < 0xE0, 2, tf.where(byte < 0xF0, 3, tf.where(byte < 0xF5, 4, 0)))))
-    # The second byte's range is narrower after E0, ED, F0 and F4: no overlong forms, no
-    # surrogates, nothing past U+10FFFF.
-    low = tf.where(byte == 0xE0, 0xA0, tf.where(byte == 0xF0, 0x90, 0x80))
-    high = tf.where(byte == 0xED, 0x9F, tf.where(byte == 0xF4, 0x8F, 0xBF))
-    valid = (length > 0) & (tf.cast(length, tf.int64) <= left_in_row)
-    valid &= (length < 2) | ((following[0] >= low) & (following[0] <= high))
+    row_starts = rows != _shift(rows, -1, fill=-1)
+    # A row's first byte continues no character of the row before.
+    following = [_shift(tf.where(row_starts, 0, byte), k, fill=0) for k in (1, 2, 3)]
+    length, low, high = (tf.gather(table, byte) for table in _UTF8_LEADS)
+    valid = (length > 0) & ((length < 2) | ((following[0] >= low) & (following[0] <= high)))
     for k in (2, 3):
         valid &= (length <= k) | ((following[k - 1] >= 0x80) & (following[k - 1] < 0xC0))
     code_point = byte - tf.gather([0, 0, 0xC0, 0xE0, 0xF0], length)
     for k, next_byte in enumerate(following, start=2):
         code_point = tf.where(length >= k, code_point * 64 + next_byte - 0x80, code_point)
-    lead = tf.where(valid)[:, 0]
-    rows = tf.gather(rows, lead)
-    starts = tf.gather(position, lead) - tf.gather(row_splits, rows)
-    ends = starts + tf.cast(tf.gather(length, lead), tf.int64)
-    return tf.gather(code_point, lead), rows, starts, ends
+    return tf.where(valid, code_point, 0), tf.where(valid, length, 0), rows, row_starts, row_splits
+
+
+def _utf8_leads():
+    """Per byte value: the length of the character it starts (0: none) and the range of the
+    byte after it (narrower after E0, ED, F0 and F4: no overlong forms, no surrogates,
+    nothing past U+10FFFF)."""
+    lengths = [1] * 0x80 + [0] * 0x42 + [2] * 0x1E + [3] * 0x10 + [4] * 5 + [0] * 11
+    lows = [{0xE0: 0xA0, 0xF0: 0x90}.get(byte, 0x80) for byte in range(256)]
+    highs = [{0xED: 0x9F, 0xF4: 0x8F}.get(byte, 0xBF) for byte in range(256)]
+    return lengths, lows, highs
+
+
+_UTF8_LEADS = _utf8_leads()
+
+
+def _shift(values, offset, fill):
+    """`values[i + offset]` at each `i` of a 1-D tensor, `fill` past its ends (`tf.slice`:
+    TFLite's strided slice is slow)."""
+    padding = [[0, offset]] if offset > 0 else [[-offset, 0]]
+    padded = tf.pad(values, padding, constant_values=fill)
+    return tf.slice(padded, [max(offset, 0)], tf.shape(values))
+
+
+def _positions(mask):
+    """Indices (int32) of the true values of a 1-D mask."""
+    return tf.reshape(tf.cast(tf.where(mask), tf.int32), [-1])
 
 
 def _char_at(char_offsets, byte_offsets):
@@ -557,7 +580,7 @@ def _count_at(positions, size):
     capped = tf.cast(tf.minimum(positions, size), tf.int32)  # `size` is counted, then cut
     counts = tf.math.unsorted_segment_sum(
         tf.ones_like(capped), capped, tf.cast(size, tf.int32) + 1)
-    return tf.cast(counts[:-1], positions.dtype)
+    return tf.cast(tf.slice(counts, [0], [tf.cast(size, tf.int32)]), positions.dtype)
 
 
 def _row_ids(row_splits):

@@ -1,7 +1,5 @@
 """BertTokenizer: parity with the reference (Hugging Face `tokenizers`), offsets, bad input."""
 
-import json
-import pathlib
 
 import keras
 import numpy as np
@@ -10,8 +8,13 @@ import tensorflow as tf
 
 from keras_bert_core.text import BertTokenizer
 from keras_bert_core.text import tokenizer as tokenizer_module
+from tests.text.fuzz_texts import (
+    as_reference_text,
+    fuzz_texts,
+    real_text_corpora,
+    tokenizer_corpus,
+)
 
-CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TINY_VOCAB = SPECIALS + ["the", "qu", "##ick", "fox", ".", "é", "a", "##a", "b"]
 
@@ -28,9 +31,12 @@ def reference(vocab_file):
 
 @pytest.fixture(scope="module")
 def corpus():
-    # Iterating the file splits on "\n" only; str.splitlines would also split on U+2028.
-    with open(CORPUS, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+    return tokenizer_corpus()
+
+
+@pytest.fixture(scope="module")
+def real_text():
+    return real_text_corpora()
 
 
 def batched(tokenize, lines, batch_size=1024):
@@ -41,20 +47,63 @@ def batched(tokenize, lines, batch_size=1024):
 
 
 def reference_ids(reference, lines):
+    lines = [as_reference_text(line) for line in lines]
     return [e.ids for e in reference.encode_batch(lines, add_special_tokens=False)]
+
+
+def batched_offsets(tokenizer, lines, batch_size=256):
+    """`(ids, starts, ends)` of each line, from one traced `tokenize_with_offsets`."""
+    tokenize = tf.function(tokenizer.tokenize_with_offsets,
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    out = []
+    for i in range(0, len(lines), batch_size):
+        ids, starts, ends = tokenize(tf.constant(lines[i : i + batch_size]))
+        out.extend(zip(ids.to_list(), starts.to_list(), ends.to_list(), strict=True))
+    return out
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_real_text_corpora_ids_equal_reference(vocab_file, reference, real_text, lower_case):
+    # The tokenizer corpus, the demo corpus (the standard library's docstrings) and the task
+    # data: both pipelines give the reference's ids on every line, the TFLite-compatible
+    # one the default's offsets.
+    assert all(len(real_text[name]) >= 5000 for name in ("tokenizer_corpus", "stdlib_docstrings"))
+    names = [name for name, lines in real_text.items() for _ in lines]
+    lines = [line for corpus_lines in real_text.values() for line in corpus_lines]
+    expected = reference_ids(reference[lower_case], lines)
+    default = BertTokenizer(vocab_file, lower_case=lower_case)
+    tflite = BertTokenizer(vocab_file, lower_case=lower_case, tflite_compatible=True)
+    default_offsets = batched_offsets(default, lines)
+    tflite_ids = batched(tf.function(tflite.call, input_signature=[
+        tf.TensorSpec([None], tf.string)]), lines, batch_size=256)
+    for pipeline, ids in [("default", [o[0] for o in default_offsets]), ("tflite", tflite_ids)]:
+        differing = [(name, line) for name, line, a, b in zip(
+            names, lines, ids, expected, strict=True) if a != b]
+        assert not differing, f"{pipeline}: {len(differing)} lines differ, e.g. {differing[:3]}"
+    differing = [(name, line) for name, line, a, b in zip(
+        names, lines, batched_offsets(tflite, lines), default_offsets, strict=True) if a != b]
+    assert not differing, f"{len(differing)} lines with other offsets, e.g. {differing[:3]}"
 
 
 @pytest.mark.parametrize("tflite_compatible", [False, True], ids=["reference", "tflite"])
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
-def test_corpus_ids_equal_reference(vocab_file, reference, corpus, lower_case,
-                                    tflite_compatible):
+def test_fuzz_ids_equal_reference(vocab_file, reference, lower_case, tflite_compatible):
+    texts = fuzz_texts(3000, seed=lower_case + 2 * tflite_compatible)
+    # Both routes of the default pipeline are exercised.
+    plain_ascii = [t for t in texts if all(0x20 <= b < 0x7F or b in b"\t\n\r" for b in t)]
+    assert 200 <= len(plain_ascii) <= 2800
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case,
                               tflite_compatible=tflite_compatible)
-    ours = batched(tf.function(tokenizer.call), corpus)
-    expected = reference_ids(reference[lower_case], corpus)
-    differing = [line for line, a, b in zip(corpus, ours, expected, strict=True) if a != b]
-    assert len(corpus) >= 5000
-    assert not differing, f"{len(differing)} lines differ, e.g. {differing[:3]}"
+    ours = batched(tf.function(tokenizer.call), texts, batch_size=256)
+    expected = reference_ids(reference[lower_case], texts)
+    differing = [t for t, a, b in zip(texts, ours, expected, strict=True) if a != b]
+    rate = 1 - len(differing) / len(texts)
+    assert rate >= 0.999, f"{rate:.4%} of {len(texts)} identical, e.g. {differing[:3]}"
+    if tflite_compatible:  # its offsets are the default pipeline's
+        ours = batched_offsets(tokenizer, texts)
+        default = batched_offsets(BertTokenizer(vocab_file, lower_case=lower_case), texts)
+        same = np.mean([a == b for a, b in zip(ours, default, strict=True)])
+        assert same >= 0.999, f"{same:.4%} of {len(texts)} with the default's offsets"
 
 
 def code_points_to_compare():
