@@ -99,7 +99,7 @@ def vocabulary_table(vocabulary, lower_case, suffix_indicator="##"):
     kinds, normalized = load_normalization(lower_case)
     at = np.searchsorted(alphabet_points, normalized).clip(0, len(alphabet_points) - 1)
     index = np.where(alphabet_points[at] == normalized, at + 2, 1)  # 1: the placeholder
-    index[(normalized == 0) | (kinds == REMOVED_CHAR)[:, np.newaxis]] = 0
+    index[(normalized == 0) | (kinds <= WHITESPACE_CHAR)[:, np.newaxis]] = 0  # in no word
     # Few distinct spellings (each alphabet character, the placeholder, Hangul syllables):
     # number them through one int64 key per row.
     key = np.zeros(NUM_CODE_POINTS, np.int64)

@@ -111,7 +111,8 @@ def test_tflite_tokenizer_runs_in_litert_with_the_tf_ids_and_offsets(vocab_file,
 
     content = to_tflite(tokenize, tokenizer)
     op_types = tflite_op_types(content)
-    assert {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"} <= op_types
+    assert {"TFText>ByteSplitWithOffsets", "TFText>FastWordpieceDetokenize",
+            "FastWordpieceTokenizeWithOffsets"} <= op_types
     assert unsupported_tflite_ops(op_types) == set()
 
     run = litert_runner(content)
