@@ -41,8 +41,8 @@ def load_model(path):
 
     # Keras reports a torn or truncated archive as "File not found".
     if os.path.isfile(path) and not zipfile.is_zipfile(path):
-        raise CheckpointError(f"{path}: not a complete .keras file (a .keras file is a zip "
-                              "archive; this one is truncated or of another kind)")
+        raise CheckpointError(f"{path}: cannot load this .keras file: it is not a complete "
+                              "zip archive (truncated, or a file of another kind)")
     try:
         with warnings.catch_warnings():
             # The saved optimizer state is left out on purpose; Keras would warn that the

@@ -116,8 +116,9 @@ def run(args):
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     strategy = training_strategy(args)
     run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
+    inputs = [*args.inputs, args.vocab, args.checkpoint, args.config]
     if not args.resume:
-        run_dir.claim(args.overwrite)  # before the slow part
+        run_dir.claim(args.overwrite, inputs)  # before the slow part
     vocab_path = find_vocab(args.vocab, args.checkpoint)
     vocab = read_vocab(vocab_path)
     max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
@@ -143,7 +144,7 @@ def run(args):
                 say(f"{source}: no pretrained weights for {missing}; they start from scratch")
         compile_for_training(pretrainer, args, args.epochs * args.steps_per_epoch)
     if not args.resume:
-        run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy)
+        run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy, inputs)
         run_dir.write_config(args, pretrainer.encoder.config)
         run_dir.write_vocab(vocab)
     metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,

@@ -152,6 +152,9 @@ def test_overwrite_never_deletes_the_commands_own_inputs(tmp_path):
     vocab = run_kbc("vocab", data / "notes.txt", "-o", data / "notes.txt", "--overwrite",
                     cwd=tmp_path)
     assert_one_line_error(vocab, "is the input")
+    pretrain = run_kbc("pretrain", data / "notes.txt", "--vocab", VOCAB, "--run-dir", data,
+                       "--overwrite", cwd=tmp_path)
+    assert_one_line_error(pretrain, f"the output {data} contains the input")
     assert sorted(os.listdir(data)) == ["notes.txt", "train.csv"]
     assert (data / "notes.txt").read_text() == "unrelated\n"
 
@@ -201,7 +204,7 @@ def test_inputs_that_are_not_what_they_should_be_get_one_line(tmp_path):
         run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
                 "--text-column", "review", "--vocab", VOCAB, "--checkpoint", torn,
                 "--batch-size", 2, cwd=tmp_path),
-        "torn.keras", "not a complete .keras file")
+        "torn.keras", "not a complete zip archive")
     hugging_face = tmp_path / "hf"
     hugging_face.mkdir()
     (hugging_face / "config.json").write_text('{"model_type": "bert", "hidden_size": 32}')
