@@ -22,10 +22,13 @@ Two pipelines share one layer:
   normalization makes of it (``character_table.py``, built from the character route's own
   normalization), spells the words by detokenizing their characters with a vocabulary of
   single characters, and cuts them into wordpieces. Its ids and offsets are those of the
-  default pipeline, with one exception: uncased, NFD puts a run of combining marks that the
-  reference keeps (marks newer than its Unicode tables, or spacing ones such as U+1734) in
-  canonical order, which a per-character table cannot; it only matters when the vocabulary
-  holds those marks. The character route shares that limitation.
+  default pipeline.
+
+Both pipelines normalize one character at a time, so both miss one thing the reference does:
+uncased, its NFD sorts a run of combining marks by combining class. Some of the marks it
+keeps (it strips non-spacing ones) have a class, e.g. U+302E, U+1D165 or U+08D4; where two
+with different classes stand out of order in a word whose characters the vocabulary all
+holds, the ids differ.
 """
 
 import keras
@@ -118,8 +121,7 @@ class BertTokenizer(keras.layers.Layer):
             contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list.
         lower_case: uncased model (lower case, NFD, strip accents) if True, cased if False.
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
-            ops that its TFLite registrar resolves), to the same ids and offsets; see the
-            module docstring for the one exception.
+            ops that its TFLite registrar resolves), to the same ids and offsets.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -132,6 +134,8 @@ class BertTokenizer(keras.layers.Layer):
     ([[0, 4, 6, 10, 13]], [[3, 6, 9, 13, 14]])
     >>> tokenizer.word_ids(ids).to_list()
     [[0, 1, 1, 2, 3]]
+    >>> BertTokenizer(vocab, tflite_compatible=True)(["The quick fox.", "Fox!"]).to_list()
+    [[5, 6, 7, 8, 9], [8, 1]]
     """
 
     def __init__(self, vocabulary, lower_case=True, tflite_compatible=False, **kwargs):
