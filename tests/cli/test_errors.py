@@ -133,7 +133,7 @@ def test_resume_needs_a_pretraining_run(kbc, classify_run, tmp_path):
     assert_user_error(kbc("pretrain", "--resume", "--run-dir", tmp_path),
                       "not a kbc run directory")
     assert_user_error(kbc("pretrain", "--resume", "--run-dir", classify_run),
-                      "not a pretraining run")
+                      "not a `kbc pretrain` run")
 
 
 def test_evaluate_needs_a_finetuning_run(kbc, pretrain_run, tmp_path):
