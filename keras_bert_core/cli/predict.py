@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -78,7 +79,14 @@ def _saved_model_answers(path, input_path, batch_size):
     requests = _export_requests(input_path, names)
     for start in progress(range(0, len(requests), batch_size), title="predicting"):
         batch = requests[start:start + batch_size]
-        outputs = function(**{name: tf.constant([r[name] for r in batch]) for name in names})
+        try:
+            outputs = function(**{name: tf.constant([r[name] for r in batch])
+                                  for name in names})
+        except tf.errors.InvalidArgumentError as e:  # the export's request limit
+            refused = re.search(r"assertion failed: \[([^\]]*)\]", e.message)
+            if refused is None:
+                raise
+            raise UserError(f"{path}: {refused.group(1)} (--batch-size)") from None
         outputs = {name: value.numpy() for name, value in outputs.items()}
         for row in range(len(batch)):
             yield {name: _json_ready(value[row]) for name, value in sorted(outputs.items())}
@@ -173,6 +181,8 @@ def run(args):
     inputs = (args.input, args.model)
     if args.output:
         claim_output(args.output, args.overwrite, make_parent=True, inputs=inputs)
+    if not os.path.exists(args.model):  # before waiting for standard input
+        raise UserError(f"{args.model}: no such file")
     check_input_text(args.input)
     if not args.output:
         _write(answers(args), sys.stdout)

@@ -43,15 +43,15 @@ def limit_batch(inputs, max_batch_size):
     ...     limit_batch({"text": tf.constant(["a", "b"])}, 1)
     ... except tf.errors.InvalidArgumentError as e:
     ...     print(e.message.splitlines()[0])
-    a request holds at most 1 rows (the export's max_batch_size); split it into smaller requests
+    a request holds at most 1 rows (max_batch_size of this export); split it into smaller requests
     """
     if max_batch_size is None:
         return inputs
     rows = tf.shape(next(iter(inputs.values())))[0]
     check = tf.debugging.assert_less_equal(
         rows, max_batch_size,
-        message=f"a request holds at most {max_batch_size} rows (the export's max_batch_size); "
-                "split it into smaller requests")
+        message=f"a request holds at most {max_batch_size} rows (max_batch_size of this "
+                "export); split it into smaller requests")
     with tf.control_dependencies([check]):  # before any work on the rows
         return {name: tf.identity(value) for name, value in inputs.items()}
 
