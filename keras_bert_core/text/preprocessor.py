@@ -23,8 +23,9 @@ class BertPreprocessor(keras.layers.Layer):
         static_shape: if True, outputs are [batch, seq_length] (training). If False, they are
             padded to the longest sequence of the batch rounded up to a multiple of 8, at
             most `seq_length` (inference). `call` can override it.
-        tflite_compatible: tokenize with tf.text ops that convert to TFLite; see
-            `BertTokenizer` for how its ids differ from the reference.
+        tflite_compatible: tokenize with ops that convert to TFLite (the same ids and
+            offsets; see `BertTokenizer`). Pass such a preprocessor to `export_saved_model`
+            to serve exactly the phone's pipeline.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
