@@ -77,6 +77,7 @@ def test_truncated_saved_model(export_dir, tmp_path, damage):
                       f"{copy} is not a complete SavedModel")
 
 
+@pytest.mark.slow  # an export and two predictions, each a new process
 def test_predictions_over_the_export_batch_limit(classify_run, tmp_path):
     output = tmp_path / "export"
     exported = kbc_process("export", classify_run, "-o", output, "--format", "saved_model",
