@@ -8,12 +8,12 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from keras_bert_core.training import completed_steps
 from tests.cli.conftest import DATA, TINY_CONFIG, VOCAB
+from tests.training.toys import wait_until
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 TIMEOUT = 600
@@ -58,14 +58,7 @@ def kill_at_step(argv, run_dir, step, cwd):
     step logged before the kill."""
     process = subprocess.Popen(kbc_command(*argv), cwd=cwd, env=ENV,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + TIMEOUT
-    while last_logged_step(run_dir) < step:
-        if process.poll() is not None:
-            pytest.fail(f"kbc ended before step {step}:\n{process.stderr.read()[-3000:]}")
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"no step {step} after {TIMEOUT} s")
-        time.sleep(0.02)
+    wait_until(lambda: last_logged_step(run_dir) >= step, process, f"step {step}", TIMEOUT)
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
     assert process.returncode == -signal.SIGKILL

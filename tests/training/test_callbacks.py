@@ -5,7 +5,6 @@ never interrupted."""
 import json
 import os
 import signal
-import time
 
 import keras
 import numpy as np
@@ -22,7 +21,7 @@ from keras_bert_core.training import (
     training_callbacks,
 )
 from tests.training import resumable_run
-from tests.training.toys import run_script
+from tests.training.toys import run_script, wait_until
 
 STARTUP_TIMEOUT = 300
 
@@ -122,17 +121,6 @@ def test_options_leave_parts_out(tmp_path):
         "epoch"] * 3
 
 
-def wait_for(path, process, timeout=STARTUP_TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if process.poll() is not None:
-            pytest.fail(f"the training process ended early:\n{process.stdout.read()[-5000:]}")
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"no {path} after {timeout} s")
-        time.sleep(0.2)
-
-
 @pytest.mark.slow
 def test_a_run_killed_mid_epoch_resumes_from_its_backup_and_ends_as_if_never_stopped(tmp_path):
     run_dir = str(tmp_path / "run")
@@ -145,7 +133,8 @@ def test_a_run_killed_mid_epoch_resumes_from_its_backup_and_ends_as_if_never_sto
                        "--pause-at-step", kill_at)
     # Meanwhile, the same training uninterrupted, in this process.
     reference, _ = resumable_run.train(str(tmp_path / "reference"))
-    wait_for(os.path.join(run_dir, "paused"), first)
+    paused = os.path.join(run_dir, "paused")
+    wait_until(lambda: os.path.exists(paused), first, paused, timeout=STARTUP_TIMEOUT)
     checkpoint = os.path.join(run_dir, "checkpoints", "epoch_0002.weights.h5")
     before_kill = os.stat(checkpoint).st_mtime_ns
     first.send_signal(signal.SIGKILL)

@@ -7,8 +7,10 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import keras_bert_core as kbc
@@ -81,6 +83,20 @@ def read_output(process, timeout=300):
         raise
     assert process.returncode == 0, output[-5000:]
     return output
+
+
+def wait_until(condition, process, what, timeout=300):
+    """Polls `condition()` until it holds; fails the test, with the process's output, if the
+    process ends first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            output = process.stdout or process.stderr
+            pytest.fail(f"the process ended before {what}:\n{output.read()[-5000:]}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no {what} after {timeout} s")
+        time.sleep(0.02)
 
 
 def cluster_environments(count):
