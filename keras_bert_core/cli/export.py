@@ -31,8 +31,9 @@ def add_arguments(parser):
                         help="the most texts one SavedModel request may hold; larger requests "
                              "fail (0: no limit; default: export_saved_model's)")
     parser.add_argument("--max-text-bytes", type=int, metavar="BYTES",
-                        help="the SavedModel cuts longer texts to this many bytes before "
-                             "tokenization (0: no cut; default: export_saved_model's)")
+                        help="the SavedModel and the .tflite files cut longer texts to this "
+                             "many bytes before tokenization (0: no cut; default: "
+                             "export_saved_model's and export_tflite's)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
@@ -43,13 +44,16 @@ def tflite_file(variant):
 def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=("float32",),
            name=None, limits=None):
     """Writes the exports into `output`; returns `{export path: size in bytes}`. `limits`:
-    the SavedModel's `max_batch_size` and `max_text_bytes` (its defaults if not given)."""
+    the SavedModel's `max_batch_size` and `max_text_bytes` (its defaults if not given); the
+    `.tflite` files take the same `max_text_bytes` (they have no batch limit)."""
     from keras_bert_core.export import export_saved_model, export_tflite
 
     options = {"pairs": getattr(task, "pairs", False),
                "label_names": task.settings.get("label_names"),
                "max_answer_length": task.settings["max_answer_length"]}
     written = []
+    text_limit = {key: value for key, value in (limits or {}).items()
+                  if key == "max_text_bytes"}
     if "saved_model" in formats:
         with stage("writing the SavedModel"):
             written.append(export_saved_model(
@@ -60,7 +64,7 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
             with stage(f"converting to TFLite ({variant} weights)"):
                 written.append(export_tflite(
                     model, preprocessor, os.path.join(output, tflite_file(variant)),
-                    quantize=TFLITE_VARIANTS[variant], **options))
+                    quantize=TFLITE_VARIANTS[variant], **options, **text_limit))
     return {path: _size(path) for path in written}
 
 

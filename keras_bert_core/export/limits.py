@@ -54,26 +54,3 @@ def limit_batch(inputs, max_batch_size):
                 "export); split it into smaller requests")
     with tf.control_dependencies([check]):  # before any work on the rows
         return {name: tf.identity(value) for name, value in inputs.items()}
-
-
-def cut_texts(texts, max_bytes):
-    """Each string of `texts` cut to at most `max_bytes` bytes (None: as it is), at a UTF-8
-    character boundary, with TensorFlow core ops.
-
-    Example:
-    >>> cut_texts(tf.constant(["abcdef", "ab", "abcé"]), 4).numpy().tolist()
-    [b'abcd', b'ab', b'abc']
-    """
-    if max_bytes is None:
-        return texts
-    length = tf.strings.length(texts)
-    # The byte at `max_bytes`, the first one cut off, and the three before it (the longest
-    # UTF-8 character has four bytes); "\0"s for texts that are not cut.
-    start = tf.minimum(length, max_bytes - 3)
-    window = tf.strings.substr(texts, start, tf.fill(tf.shape(start), 4))
-    window = tf.where(length > max_bytes, window, "\0\0\0\0")
-    window = tf.io.decode_raw(window, tf.uint8)
-    continuation = tf.cast(tf.bitwise.bitwise_and(window, 0xC0) == 0x80, tf.int32)
-    # A cut inside a character moves back to its first byte.
-    back = tf.reduce_sum(tf.math.cumprod(continuation[..., ::-1], axis=-1), axis=-1)
-    return tf.strings.substr(texts, tf.zeros_like(back), max_bytes - back)

@@ -5,6 +5,7 @@ import tempfile
 
 import tensorflow as tf
 
+from keras_bert_core.export.limits import MAX_TEXT_BYTES, check_limits
 from keras_bert_core.export.saved_model import serving_module
 from keras_bert_core.export.tasks import serving_task
 from keras_bert_core.files import replaced_when_complete
@@ -16,7 +17,7 @@ INPUT_KINDS = ("text", "ids")
 
 
 def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pairs=False,
-                  label_names=None, max_answer_length=30):
+                  label_names=None, max_answer_length=30, max_text_bytes=MAX_TEXT_BYTES):
     """Writes a `.tflite` file that serves `model`, from raw text or from ids.
 
     With `inputs="text"` the signature `serving_default` takes raw strings, `[batch]`
@@ -38,9 +39,12 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers (no Flex ops); an app
     registers those (see `export/README.md` and `export/run_tflite.py`).
 
-    The file is written beside `path` and renamed into place when complete. It has no
-    request limits (unlike `export_saved_model`): no TFLite builtin op can cut a string, so
-    an app that passes on texts it did not write cuts them before invoking.
+    Each text is tokenized from its first `max_text_bytes` bytes only, cut at a UTF-8
+    character boundary, as `export_saved_model` cuts them (the tokenizer keeps that many
+    bytes of each text after splitting it into bytes): one long text cannot take the app's
+    memory. The file has no batch limit: the app, not a remote client, sizes each call.
+
+    The file is written beside `path` and renamed into place when complete.
 
     Args:
         model: as for `export_saved_model`.
@@ -54,6 +58,8 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         pairs: serve text pairs (`text_a`, `text_b`), as for `export_saved_model`.
         label_names: class or tag names, as for `export_saved_model`.
         max_answer_length: longest answer of a span labeler, in wordpieces.
+        max_text_bytes: longer texts are cut to this many bytes before tokenization, at a
+            UTF-8 character boundary (None: no limit); with `inputs="ids"`, unused.
 
     Returns:
         `path`.
@@ -79,11 +85,12 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
     if inputs not in INPUT_KINDS:
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
+    check_limits(None, max_text_bytes)
     task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
     tflite_preprocessor = BertPreprocessor(
         preprocessor.vocabulary, seq_length=preprocessor.seq_length,
         lower_case=preprocessor.lower_case, truncation=preprocessor.truncation,
-        static_shape=True, tflite_compatible=True)
+        static_shape=True, tflite_compatible=True, max_text_bytes=max_text_bytes)
     signature = "serving_default" if inputs == "text" else "predict_ids"
     module, concrete = serving_module(model, tflite_preprocessor, task, signatures=(signature,),
                                       static_shape=True, text_outputs=False)

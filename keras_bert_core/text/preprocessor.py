@@ -26,6 +26,8 @@ class BertPreprocessor(keras.layers.Layer):
         tflite_compatible: tokenize with ops that convert to TFLite (the same ids and
             offsets; see `BertTokenizer`). Pass such a preprocessor to `export_saved_model`
             to serve exactly the phone's pipeline.
+        max_text_bytes: tokenize only this many first bytes of each text, cut at a
+            character boundary (see `BertTokenizer`); None: whole texts.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -57,6 +59,7 @@ class BertPreprocessor(keras.layers.Layer):
         truncation="round_robin",
         static_shape=True,
         tflite_compatible=False,
+        max_text_bytes=None,
         **kwargs,
     ):
         kwargs.setdefault("dtype", "int32")
@@ -64,7 +67,8 @@ class BertPreprocessor(keras.layers.Layer):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.tokenizer = BertTokenizer(
-            vocabulary, lower_case=lower_case, tflite_compatible=tflite_compatible
+            vocabulary, lower_case=lower_case, tflite_compatible=tflite_compatible,
+            max_text_bytes=max_text_bytes,
         )
         self.packer = BertPacker(
             seq_length,
@@ -79,6 +83,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.truncation = truncation
         self.static_shape = self.packer.static_shape
         self.tflite_compatible = self.tokenizer.tflite_compatible
+        self.max_text_bytes = self.tokenizer.max_text_bytes
         self.built = True
 
     @property
@@ -129,6 +134,7 @@ class BertPreprocessor(keras.layers.Layer):
                 "truncation": self.truncation,
                 "static_shape": self.static_shape,
                 "tflite_compatible": self.tflite_compatible,
+                "max_text_bytes": self.max_text_bytes,
             }
         )
         return config

@@ -29,6 +29,13 @@ uncased, its NFD sorts a run of combining marks by combining class. Some of the 
 keeps (it strips non-spacing ones) have a class, e.g. U+302E, U+1D165 or U+08D4; where two
 with different classes stand out of order in a word whose characters the vocabulary all
 holds, the ids differ.
+
+Both pipelines can cut every text to its first ``max_text_bytes`` bytes first, at a UTF-8
+character boundary (the default one with ``cut_texts``, the TFLite-compatible one by keeping
+that many bytes of each row after the byte split, where a character cut at the limit reads
+as invalid bytes, which it drops); past the cut, memory and time grow with the bytes kept, not
+with the text. Both cuts are the same on valid UTF-8 (on a run of over three continuation
+bytes at the limit, invalid, ``cut_texts`` may cut up to four bytes earlier).
 """
 
 import keras
@@ -116,12 +123,20 @@ class BertTokenizer(keras.layers.Layer):
     Invalid UTF-8: each invalid byte sequence reads as U+FFFD, which the reference drops, so
     invalid bytes are ignored (offsets still index the input bytes).
 
+    With `max_text_bytes`, only the first `max_text_bytes` bytes of each text are tokenized,
+    cut at a UTF-8 character boundary as `cut_texts` cuts them (both pipelines; offsets
+    index the original text, which the cut one begins). It bounds the tokenizer's memory
+    and time for graphs that take texts from others, e.g. a `.tflite` file, where no op
+    can cut a string before the tokenizer.
+
     Args:
         vocabulary: path to a BERT `vocab.txt` or a list of tokens (index = id). It must
             contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list.
         lower_case: uncased model (lower case, NFD, strip accents) if True, cased if False.
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
             ops that its TFLite registrar resolves), to the same ids and offsets.
+        max_text_bytes: tokenize only this many first bytes of each text, cut at a
+            character boundary (an integer of at least 4); None: whole texts.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -136,9 +151,13 @@ class BertTokenizer(keras.layers.Layer):
     [[0, 1, 1, 2, 3]]
     >>> BertTokenizer(vocab, tflite_compatible=True)(["The quick fox.", "Fox!"]).to_list()
     [[5, 6, 7, 8, 9], [8, 1]]
+    >>> BertTokenizer(vocab, tflite_compatible=True, max_text_bytes=9)(
+    ...     ["The quick fox."]).to_list()
+    [[5, 6, 7]]
     """
 
-    def __init__(self, vocabulary, lower_case=True, tflite_compatible=False, **kwargs):
+    def __init__(self, vocabulary, lower_case=True, tflite_compatible=False,
+                 max_text_bytes=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         # Strings go in as they are (Keras would cast inputs to the layer dtype).
@@ -147,6 +166,11 @@ class BertTokenizer(keras.layers.Layer):
         self.vocabulary = load_vocabulary(vocabulary)
         self.lower_case = bool(lower_case)
         self.tflite_compatible = bool(tflite_compatible)
+        if max_text_bytes is not None and (not isinstance(max_text_bytes, int) or isinstance(
+                max_text_bytes, bool) or max_text_bytes < 4):
+            raise ValueError("max_text_bytes must be an integer of at least 4 or None, got "
+                             f"{max_text_bytes!r}")
+        self.max_text_bytes = max_text_bytes
         self._token_ids = {token: i for i, token in enumerate(self.vocabulary)}
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
@@ -284,7 +308,8 @@ class BertTokenizer(keras.layers.Layer):
         `FastWordpieceDetokenize`, cut them with `FastWordpieceTokenize`. Flat int32 index
         arithmetic only (no ragged gathers, no string ops); few `Where`, no strided slices
         over the text (TFLite's kernels for both are slow)."""
-        code_points, lengths, byte_rows, row_starts, byte_splits = _utf8_bytes(text)
+        code_points, lengths, byte_rows, row_starts, byte_splits = _utf8_bytes(
+            text, self.max_text_bytes)
         entry = tf.gather(self._entries, tf.gather(self._block_of, code_points // _BLOCK)
                           * _BLOCK + code_points % _BLOCK)
         kinds = tf.where(lengths > 0, entry % 4, _REMOVED_CHAR)
@@ -361,6 +386,7 @@ class BertTokenizer(keras.layers.Layer):
     def _reference_pipeline(self, text, with_offsets):
         """Ids (and offsets) of the reference pipeline: plain ASCII lines by the fast route,
         the others by the character route, rows back in input order."""
+        text = cut_texts(text, self.max_text_bytes)
         plain = tf.strings.regex_full_match(text, _PLAIN_ASCII)
         if with_offsets:
             return _route_rows(text, plain, self._plain_ascii_with_offsets,
@@ -472,6 +498,7 @@ class BertTokenizer(keras.layers.Layer):
                 "vocabulary": list(self.vocabulary),
                 "lower_case": self.lower_case,
                 "tflite_compatible": self.tflite_compatible,
+                "max_text_bytes": self.max_text_bytes,
             }
         )
         return config
@@ -523,8 +550,36 @@ def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
 
 
-def _utf8_bytes(text):
+def cut_texts(texts, max_bytes):
+    """Each string of `texts` cut to at most `max_bytes` bytes (None: as it is), at a UTF-8
+    character boundary, with TensorFlow core ops.
+
+    Example:
+    >>> cut_texts(tf.constant(["abcdef", "ab", "abcé"]), 4).numpy().tolist()
+    [b'abcd', b'ab', b'abc']
+    """
+    if max_bytes is None:
+        return texts
+    length = tf.strings.length(texts)
+    # The byte at `max_bytes`, the first one cut off, and the three before it (the longest
+    # UTF-8 character has four bytes); "\0"s for texts that are not cut.
+    start = tf.minimum(length, max_bytes - 3)
+    window = tf.strings.substr(texts, start, tf.fill(tf.shape(start), 4))
+    window = tf.where(length > max_bytes, window, "\0\0\0\0")
+    window = tf.io.decode_raw(window, tf.uint8)
+    continuation = tf.cast(tf.bitwise.bitwise_and(window, 0xC0) == 0x80, tf.int32)
+    # A cut inside a character moves back to its first byte.
+    back = tf.reduce_sum(tf.math.cumprod(continuation[..., ::-1], axis=-1), axis=-1)
+    return tf.strings.substr(texts, tf.zeros_like(back), max_bytes - back)
+
+
+def _utf8_bytes(text, max_bytes=None):
     """Decodes UTF-8 with builtin arithmetic on the bytes (TFLite has no Unicode ops).
+
+    With `max_bytes`, only the first `max_bytes` bytes of each row are kept (a character
+    cut there decodes as invalid bytes, so the rows read as `cut_texts` cuts them); the
+    values returned below are those of the kept bytes, and positions in a row are still
+    those of its text.
 
     Returns, per byte of `text` (flat), the code point of the character starting there and
     its length in bytes (0 where no valid character starts: continuation and invalid bytes;
@@ -533,7 +588,18 @@ def _utf8_bytes(text):
     the row splits; int32."""
     split = tf_text.ByteSplitter().split(text)
     row_splits = tf.cast(split.row_splits, tf.int32)
-    byte = tf.cast(split.flat_values, tf.int32)
+    byte = split.flat_values
+    if max_bytes is not None:
+        # The kept bytes' own row splits, then each kept byte's index among all bytes: its
+        # position in the kept rows plus how many bytes earlier rows lost. Only tensors of
+        # the kept bytes' size are made (no mask over all bytes).
+        kept = tf.minimum(row_splits[1:] - row_splits[:-1], max_bytes)
+        kept_splits = tf.pad(tf.cumsum(kept), [[1, 0]])
+        lost = row_splits - kept_splits
+        byte = tf.gather(byte, tf.range(kept_splits[-1]) + tf.gather(lost, _row_ids(
+            kept_splits)))
+        row_splits = kept_splits
+    byte = tf.cast(byte, tf.int32)
     rows = _row_ids(row_splits)
     row_starts = rows != _shift(rows, -1, fill=-1)
     # A row's first byte continues no character of the row before.

@@ -3,13 +3,15 @@ folder, and the served graph bounds what one request may cost."""
 
 import os
 import re
+from types import SimpleNamespace
 
 import pytest
 import tensorflow as tf
 
 from keras_bert_core.export import export_saved_model, export_tflite
-from keras_bert_core.export.limits import MAX_BATCH_SIZE, cut_texts
+from keras_bert_core.export.limits import MAX_BATCH_SIZE
 from keras_bert_core.text.preprocessor import BertPreprocessor
+from keras_bert_core.text.tokenizer import cut_texts
 from tests.export.helpers import ROOT, bag_of_words_model
 
 
@@ -139,3 +141,23 @@ def test_tf_serving_batches_no_more_rows_than_the_export_takes():
     assert re.search(r"^max_batch_size \{ value: (\d+) \}$", config, re.M)[1] == str(
         MAX_BATCH_SIZE)
     assert "enable_large_batch_splitting" not in config  # the server refuses larger requests
+
+
+def test_kbc_export_gives_the_tflite_files_its_max_text_bytes(small, tmp_path, monkeypatch):
+    import keras_bert_core.export as export_package
+    from keras_bert_core.cli import export as cli_export
+
+    model, preprocessor = small
+    received = []
+
+    def export_tflite_stub(model, preprocessor, path, **options):
+        received.append(options.get("max_text_bytes", "export_tflite's default"))
+        open(path, "wb").close()
+        return path
+
+    monkeypatch.setattr(export_package, "export_tflite", export_tflite_stub)
+    task = SimpleNamespace(settings={"label_names": None, "max_answer_length": 30})
+    for limits in ({"max_batch_size": 2, "max_text_bytes": 64}, {"max_text_bytes": None}, None):
+        cli_export.export(model, task, preprocessor, str(tmp_path), formats=("tflite",),
+                          limits=limits)
+    assert received == [64, None, "export_tflite's default"]

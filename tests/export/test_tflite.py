@@ -9,14 +9,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.export import export_tflite
+from keras_bert_core.export import export_saved_model, export_tflite
 from keras_bert_core.text.op_allowlists import (
     TFLITE_CUSTOM_OPS,
     tflite_op_types,
     unsupported_tflite_ops,
 )
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from tests.export.helpers import LABEL_NAMES, ROOT, SEQ_LENGTH, varied_texts
+from keras_bert_core.text.tokenizer import cut_texts
+from tests.export.helpers import (
+    LABEL_NAMES,
+    ROOT,
+    SEQ_LENGTH,
+    bag_of_words_model,
+    varied_texts,
+)
 
 RUNNER = ROOT / "export" / "run_tflite.py"
 VARIANTS = ("float32", "dynamic", "float16", "ids")
@@ -153,3 +160,27 @@ def test_bad_arguments_name_the_problem(classifier, preprocessor, tmp_path):
         export_tflite(classifier, preprocessor, tmp_path / "m.tflite", quantize="int4")
     with pytest.raises(ValueError, match="inputs must be one of"):
         export_tflite(classifier, preprocessor, tmp_path / "m.tflite", inputs="tokens")
+    with pytest.raises(ValueError, match="max_text_bytes must be an integer of at least 4"):
+        export_tflite(classifier, preprocessor, tmp_path / "m.tflite", max_text_bytes=3)
+
+
+def test_texts_are_cut_as_the_saved_model_cuts_them(runner, char_vocab_file, tmp_path):
+    preprocessor = BertPreprocessor(str(char_vocab_file), seq_length=16)
+    model = bag_of_words_model(len(preprocessor.vocabulary))
+    tflite = runner.load(str(export_tflite(model, preprocessor, tmp_path / "m.tflite",
+                                           max_text_bytes=8)))
+    saved_model = tf.saved_model.load(export_saved_model(
+        model, preprocessor, tmp_path / "sm", max_text_bytes=8, warmup=False))
+    # Over-long ASCII, and characters of 2, 3 and 4 bytes cut at byte 8 (the vocabulary has
+    # ASCII only: a kept one is [UNK], a cut one is dropped).
+    texts = ["abc defghij klm" * 1000, "abcdefg€xyz", "abcdé€x", "ab😀 😀 x", "a,é 😀 x"]
+    cut = [t.decode() for t in cut_texts(tf.constant(texts), 8).numpy()]
+    assert cut == ["abc defg", "abcdefg", "abcdé", "ab😀 ", "a,é "]
+    outputs = runner.run(tflite, {"text": texts})["outputs"]
+    np.testing.assert_allclose(outputs, runner.run(tflite, {"text": cut})["outputs"], atol=1e-6)
+    np.testing.assert_allclose(outputs, saved_model.signatures["serving_default"](
+        text=tf.constant(texts))["outputs"].numpy(), atol=1e-5)
+    np.testing.assert_allclose(outputs, model(preprocessor(cut)).numpy(), atol=1e-5)
+    # The cut changed every text's ids: the whole texts give other outputs.
+    whole = model(preprocessor(texts)).numpy()
+    assert (np.abs(outputs - whole).max(-1) > 1e-4).all()

@@ -318,9 +318,11 @@ def test_vocabulary_without_special_tokens_names_them_and_the_file(tmp_path):
 def test_config_round_trip(tmp_path, tflite_compatible):
     path = tmp_path / "vocab.txt"
     path.write_text("\n".join(TINY_VOCAB) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizer(str(path), lower_case=False, tflite_compatible=tflite_compatible)
+    tokenizer = BertTokenizer(str(path), lower_case=False, tflite_compatible=tflite_compatible,
+                              max_text_bytes=64)
     config = tokenizer.get_config()
     assert config["vocabulary"] == TINY_VOCAB  # the list, not the path
+    assert config["max_text_bytes"] == 64
     restored = keras.saving.deserialize_keras_object(
         keras.saving.serialize_keras_object(tokenizer)
     )
@@ -328,6 +330,27 @@ def test_config_round_trip(tmp_path, tflite_compatible):
     assert restored.get_config() == config
     text = ["The quick fox.", "the é"]
     assert restored(text).to_list() == tokenizer(text).to_list() == [[1, 6, 7, 8, 9], [5, 10]]
+
+
+@pytest.mark.parametrize("tflite_compatible", [False, True])
+def test_max_text_bytes_tokenizes_the_text_cut_at_a_character_boundary(tflite_compatible):
+    # ASCII, then characters of 2, 3 and 4 bytes straddling every limit, a combining mark,
+    # invalid bytes, empty and short rows.
+    texts = [b"The quick brown fox jumps.", "Opéned é€😀 café́ x".encode(),
+             "a€€€€ 😀😀😀 b".encode(), b"ab\xff\xfe cd ef", b"", b"fox"]
+    # Single characters (quick to build a tokenizer for): every kept character is a piece.
+    chars = list("abcdefhijknopqrstuwxyz.é€😀")
+    vocab = SPECIALS + chars + ["##" + c for c in chars]
+    whole = BertTokenizer(vocab, tflite_compatible=tflite_compatible)
+    for max_bytes in (4, 5, 6, 7, 8, 9, 12, 14, 17, 21):
+        cut = tokenizer_module.cut_texts(tf.constant(texts), max_bytes)
+        ours = BertTokenizer(vocab, tflite_compatible=tflite_compatible,
+                             max_text_bytes=max_bytes).tokenize_with_offsets(texts)
+        # The cut texts begin the texts: the same offsets index the original ones.
+        for a, b in zip(ours, whole.tokenize_with_offsets(cut), strict=True):
+            assert a.to_list() == b.to_list(), max_bytes
+    with pytest.raises(ValueError, match="max_text_bytes must be an integer of at least 4"):
+        BertTokenizer(TINY_VOCAB, tflite_compatible=tflite_compatible, max_text_bytes=3)
 
 
 def test_ids_are_int32_ragged(vocab_file):
