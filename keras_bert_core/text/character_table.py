@@ -6,7 +6,7 @@ whitespace, an isolated one-character word (punctuation, CJK ideograph) or a wor
 and the characters it normalizes to (uncased: NFD without accents, lower case; at most three,
 a Hangul syllable's jamo). ``character_table.npz`` holds it for both casings; it is made by
 ``scripts/make_character_table.py`` from the reference pipeline's own character normalization
-(``BertTokenizer._normalize_characters``), and ``tests/text/test_character_table.py`` checks
+(``tokenizer.normalize_characters``), and ``tests/text/test_character_table.py`` checks
 that it still agrees.
 
 ``vocabulary_table`` then turns it into what the graph looks up: per code point, its class
@@ -33,14 +33,12 @@ def compute_normalization(lower_case):
     import tensorflow as tf
 
     # Imported here: the tokenizer imports this module.
-    from keras_bert_core.text.tokenizer import BertTokenizer
+    from keras_bert_core.text.tokenizer import normalize_characters
 
     code_points = np.arange(NUM_CODE_POINTS, dtype=np.int32)
     code_points = code_points[(code_points < 0xD800) | (code_points > 0xDFFF)]
     raw = tf.strings.unicode_encode(code_points[:, np.newaxis], "UTF-8")
-    normalize = BertTokenizer.__new__(BertTokenizer)
-    normalize.lower_case = lower_case
-    chars, kind = normalize._normalize_characters(raw)
+    chars, kind = normalize_characters(raw, lower_case)
     decoded = tf.strings.unicode_decode(chars, "UTF-8").to_tensor().numpy()
     kinds = np.zeros(NUM_CODE_POINTS, np.uint8)
     kinds[code_points] = kind.numpy()

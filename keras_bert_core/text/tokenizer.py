@@ -370,19 +370,6 @@ class BertTokenizer(keras.layers.Layer):
         ends = tf.cast(last_byte + tf.gather(lengths, last_byte) - row_base, tf.int64)
         return by_row(pieces.flat_values), by_row(starts), by_row(ends)
 
-    def _normalize_characters(self, chars):
-        """Normalizes single characters as the reference does: clean, strip accents, lower."""
-        chars = tf.strings.regex_replace(chars, _REMOVED, "")
-        if self.lower_case:
-            chars = tf_text.normalize_utf8(chars, "NFD")
-            chars = tf.strings.regex_replace(chars, _ACCENT, "")
-            chars = tf.strings.lower(chars, encoding="utf-8")
-        kind = tf.where(
-            tf.strings.regex_full_match(chars, _ISOLATED), _ISOLATED_CHAR, _WORD_CHAR
-        )
-        kind = tf.where(tf.strings.regex_full_match(chars, _WHITESPACE), _WHITESPACE_CHAR, kind)
-        return chars, tf.where(tf.strings.length(chars) == 0, _REMOVED_CHAR, kind)
-
     def _reference_pipeline(self, text, with_offsets):
         """Ids (and offsets) of the reference pipeline: plain ASCII lines by the fast route,
         the others by the character route, rows back in input order."""
@@ -406,7 +393,7 @@ class BertTokenizer(keras.layers.Layer):
         each input code point to its entry."""
         distinct, index = tf.unique(codepoints)
         raw = tf.strings.unicode_encode(tf.expand_dims(distinct, 1), "UTF-8")
-        normalized, kind = self._normalize_characters(raw)
+        normalized, kind = normalize_characters(raw, self.lower_case)
         return raw, normalized, kind, index
 
     def _character_route_ids(self, text):
@@ -502,6 +489,20 @@ class BertTokenizer(keras.layers.Layer):
             }
         )
         return config
+
+
+def normalize_characters(chars, lower_case):
+    """Normalizes single characters (a string tensor) as the reference does: clean, and
+    uncased, strip accents and lower case; returns them with their class (`_REMOVED_CHAR`,
+    `_WHITESPACE_CHAR`, `_ISOLATED_CHAR` or `_WORD_CHAR`)."""
+    chars = tf.strings.regex_replace(chars, _REMOVED, "")
+    if lower_case:
+        chars = tf_text.normalize_utf8(chars, "NFD")
+        chars = tf.strings.regex_replace(chars, _ACCENT, "")
+        chars = tf.strings.lower(chars, encoding="utf-8")
+    kind = tf.where(tf.strings.regex_full_match(chars, _ISOLATED), _ISOLATED_CHAR, _WORD_CHAR)
+    kind = tf.where(tf.strings.regex_full_match(chars, _WHITESPACE), _WHITESPACE_CHAR, kind)
+    return chars, tf.where(tf.strings.length(chars) == 0, _REMOVED_CHAR, kind)
 
 
 def _too_long(words):
