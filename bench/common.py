@@ -34,6 +34,43 @@ def load_corpus(path=TOKENIZER_CORPUS):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
+
+def stdlib_texts(vocab, short_count, long_count, long_wordpieces=120):
+    """Real English from the Python standard library's docstrings: `{"short": [...],
+    "long": [...]}` and their mean wordpiece counts. Short: first sentences; long: whole
+    docstrings of `long_wordpieces` wordpieces or more (counted with `vocab`, uncased)."""
+    import statistics
+
+    from tokenizers import BertWordPieceTokenizer
+
+    from keras_bert_core.text import stdlib_corpus
+
+    docs = stdlib_corpus.read_docstrings()
+    firsts, wholes, seen = [], [], set()
+    for doc in docs:
+        sentences = stdlib_corpus.sentences(doc.text)
+        if sentences and sentences[0] not in seen:
+            seen.add(sentences[0])
+            firsts.append(sentences[0])
+            wholes.append(" ".join(sentences))
+    counter = BertWordPieceTokenizer(vocab, lowercase=True)
+
+    def pieces(texts):
+        return [len(e.ids) - 2 for e in counter.encode_batch(texts)]
+
+    # Every k-th text, so the sample spans the whole library, not its first package.
+    short = firsts[:: max(1, len(firsts) // short_count)][:short_count]
+    long_texts = [t for t, n in zip(wholes, pieces(wholes), strict=True)
+                  if n >= long_wordpieces]
+    long_texts = long_texts[:: max(1, len(long_texts) // long_count)][:long_count]
+    return {"short": short, "long": long_texts}, {
+        "short": statistics.fmean(pieces(short)), "long": statistics.fmean(pieces(long_texts))}
+
+
+def batches(items, size):
+    """`items` in consecutive slices of `size` (the last one shorter)."""
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
 # Every framework is built from these numbers (Turc et al. sizes, BERT's vocabulary). The
 # activation is the tanh GELU because Model Garden and KerasHub encoders hard-code it.
 PRESETS = {

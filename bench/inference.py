@@ -22,7 +22,6 @@ JSON line, with each framework's figures under `frameworks`.
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 
@@ -33,39 +32,6 @@ import common  # noqa: E402
 
 SEQ_LENGTH = 128
 BATCH = 32
-
-
-
-
-def corpus(vocab, short_count, long_count):
-    """`{"short": [...], "long": [...]}` texts and their mean wordpiece counts."""
-    from tokenizers import BertWordPieceTokenizer
-
-    from keras_bert_core.text import stdlib_corpus
-
-    docs = stdlib_corpus.read_docstrings()
-    firsts, wholes, seen = [], [], set()
-    for doc in docs:
-        sentences = stdlib_corpus.sentences(doc.text)
-        if sentences and sentences[0] not in seen:
-            seen.add(sentences[0])
-            firsts.append(sentences[0])
-            wholes.append(" ".join(sentences))
-    counter = BertWordPieceTokenizer(vocab, lowercase=True)
-
-    def pieces(texts):
-        return [len(e.ids) - 2 for e in counter.encode_batch(texts)]
-
-    # Every k-th text, so the sample spans the whole library, not its first package.
-    short = firsts[:: max(1, len(firsts) // short_count)][:short_count]
-    long_texts = [t for t, n in zip(wholes, pieces(wholes), strict=True) if n >= 120]
-    long_texts = long_texts[:: max(1, len(long_texts) // long_count)][:long_count]
-    return {"short": short, "long": long_texts}, {
-        "short": statistics.fmean(pieces(short)), "long": statistics.fmean(pieces(long_texts))}
-
-
-def batches(texts):
-    return [texts[i:i + BATCH] for i in range(0, len(texts), BATCH)]
 
 
 def ours(vocab, directory):
@@ -85,7 +51,7 @@ def ours(vocab, directory):
     predict = serving.signatures["serving_default"]
 
     def pass_over(texts):
-        tensors = [tf.constant(batch) for batch in batches(texts)]
+        tensors = [tf.constant(batch) for batch in common.batches(texts, BATCH)]
         return lambda: [predict(text=t)["probabilities"].numpy() for t in tensors]
 
     return pass_over, lambda text: predict(text=tf.constant([text]))["probabilities"].numpy()
@@ -151,7 +117,7 @@ def main():
     import tensorflow as tf
 
     vocab = args.vocab or common.default_vocab()
-    texts, wordpieces = corpus(vocab, args.short_texts, args.long_texts)
+    texts, wordpieces = common.stdlib_texts(vocab, args.short_texts, args.long_texts)
     frameworks = [args.framework] if args.framework else list(PIPELINES)
     common.emit({"benchmark": "inference", "preset": "mini",
                  "seq_length": SEQ_LENGTH, "batch": BATCH,

