@@ -82,8 +82,9 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
 
     def update_step(self, gradient, variable, learning_rate):
         # Keras's Adam step is about ten element-wise passes over each variable and its two
-        # moments; TensorFlow's ResourceApplyAdam kernel does the same arithmetic in one
-        # (5% of a BERT-base step at batch 8 on CPU, where the optimizer is memory-bound).
+        # moments; TensorFlow's ResourceApplyAdam kernel does the same arithmetic in one,
+        # which matters on CPU, where the optimizer is memory-bound (`keras_adamw` in
+        # bench/ablations.py).
         if self.amsgrad or keras.backend.backend() != "tensorflow":
             return super().update_step(gradient, variable, learning_rate)
         import tensorflow as tf

@@ -35,11 +35,12 @@ def training_environment(machine):
 
     - `TF_CPU_ALLOCATOR_USE_BFC`: TensorFlow's pooling allocator for CPU tensors. With plain
       malloc every tensor over glibc's 32 MB mmap limit (masked-LM logits, the embedding
-      table's gradient) is fresh pages, faulted in and zeroed again at every step: 9-15% of
-      a CPU training step, for every framework alike.
+      table's gradient) is fresh pages, faulted in and zeroed again at every step, for every
+      framework alike.
     - `TF_ENABLE_ONEDNN_OPTS` on x86: TensorFlow leaves oneDNN's kernels off on x86 CPUs
       without AVX-512 VNNI or AMX. Training steps run faster with them, but one text at a
-      time is predicted slower (1.4 -> 2.1 ms in `kbc demo`), so only training turns them on.
+      time is predicted slower (`kbc demo`'s latency check shows it), so only training
+      turns them on.
 
     Figures: bench/RESULTS.md (our steps in both environments).
 
