@@ -1,8 +1,9 @@
 """Export a classifier to TFLite, tokenizer inside, and run it in the LiteRT interpreter.
 
 The `.tflite` file takes raw strings: tf.text's ByteSplit, FastWordpieceTokenize and
-FastWordpieceDetokenize run inside it as custom ops, which an app registers from tensorflow-text's TFLite registrar
-(`tflite_registrar.SELECT_TFTEXT_OPS` in Python; see export/README.md for Android and iOS).
+FastWordpieceDetokenize run inside it as custom ops, which an app registers from
+tensorflow-text's TFLite registrar (`tflite_registrar.SELECT_TFTEXT_OPS` in Python; see
+export/README.md for Android and iOS).
 Every text is padded to the preprocessor's seq_length, so the interpreter never reallocates.
 
     python examples/tflite_inference.py
