@@ -4,7 +4,7 @@ The `.tflite` file takes raw strings: tf.text's ByteSplit, FastWordpieceTokenize
 FastWordpieceDetokenize run inside it as custom ops, which an app registers from
 tensorflow-text's TFLite registrar (`tflite_registrar.SELECT_TFTEXT_OPS` in Python; see
 export/README.md for Android and iOS).
-Every text is padded to the preprocessor's seq_length, so the interpreter never reallocates.
+Each call is padded to its own longest text: a short text does not pay for seq_length.
 
     python examples/tflite_inference.py
     python examples/tflite_inference.py --quantize dynamic   # int8 weights, ~4x smaller

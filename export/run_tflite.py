@@ -38,7 +38,8 @@ def run(interpreter, inputs, signature=None):
     Args:
         interpreter: from `load`.
         inputs: dict of input name -> array-like, batch first (strings as `str` or
-            `bytes`). Ids rows shorter than the model's `seq_length` are padded with 0.
+            `bytes`). Ids rows of a file exported with `static_shape=True` are padded
+            with 0 to its `seq_length`.
         signature: signature name; the file's only signature by default.
 
     Returns:
@@ -69,7 +70,9 @@ def _as_input(value, detail, name):
                               otypes=[object])
         return encode(texts)
     ids = np.asarray(value, dtype=detail["dtype"])
-    length = detail["shape"][-1]
+    length = detail["shape_signature"][-1]
+    if length == -1:  # exported with a dynamic width: rows go in as they are
+        return ids
     if ids.shape[-1] > length:
         raise ValueError(f"input {name!r} has {ids.shape[-1]} ids; the model takes at most "
                          f"{length}")

@@ -35,8 +35,9 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         signatures: which functions to build, among `SIGNATURES`: `serving_default` (raw
             text in, answers out), `predict_ids` (encoder inputs in, answers out) and
             `tokenize` (raw text in, encoder inputs out).
-        static_shape: pad to `preprocessor.seq_length` (TFLite) instead of to the
-            longest sequence of the batch, rounded up to a multiple of 8.
+        static_shape: pad to `preprocessor.seq_length` (for TFLite delegates that need
+            fixed shapes) instead of to the longest sequence of the batch, rounded up to
+            a multiple of 8.
         text_outputs: also answer what cuts the text (answer text, words); TFLite
             cannot.
         max_batch_size: requests with more rows fail (None: no limit).

@@ -2,8 +2,8 @@
 
 A task names the raw-text inputs of the serving signature, turns them into encoder
 features with the package's preprocessor, and turns the model's outputs into answers. The
-SavedModel and TFLite writers share the tasks; only the padding differs (to the longest
-sequence of the batch in a SavedModel, to `seq_length` in TFLite).
+SavedModel and TFLite writers share the tasks. New axes are made with `tf.expand_dims`,
+not `[:, tf.newaxis]`: TFLite cannot convert a new axis of a tensor of dynamic shape.
 """
 
 import keras
@@ -132,7 +132,7 @@ class Embedding(ServingTask):
 
     def outputs(self, model_outputs, features):
         sequence = tf.cast(model_outputs["sequence_output"], tf.float32)
-        real = tf.cast(features["padding_mask"] > 0, tf.float32)[:, :, tf.newaxis]
+        real = tf.expand_dims(tf.cast(features["padding_mask"] > 0, tf.float32), 2)
         # Every row holds [CLS] and [SEP], so the count is never 0.
         mean = tf.reduce_sum(sequence * real, axis=1) / tf.reduce_sum(real, axis=1)
         return {"pooled_output": tf.cast(model_outputs["pooled_output"], tf.float32),
@@ -187,7 +187,7 @@ class MultipleChoice(Classification):
 
     def encode(self, preprocessor, texts, static_shape, with_offsets=True):
         # One (text, choice) row per choice, example-major like `choices` itself.
-        text = tf.reshape(tf.tile(texts["text"][:, tf.newaxis], [1, self.num_choices]), [-1])
+        text = tf.reshape(tf.tile(tf.expand_dims(texts["text"], 1), [1, self.num_choices]), [-1])
         rows = preprocessor((text, tf.reshape(texts["choices"], [-1])),
                             static_shape=static_shape)
         return {name: tf.reshape(value, [-1, self.num_choices, tf.shape(value)[-1]])
@@ -243,10 +243,11 @@ class SpanQuestionAnswering(ServingTask):
         context &= tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
         seq_length = tf.shape(start_logits)[1]
         position = tf.range(seq_length)
-        span_length = position[tf.newaxis, :] - position[:, tf.newaxis]  # [start, end]
+        span_length = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)  # [start, end]
         allowed = (span_length >= 0) & (span_length < self.max_answer_length)
-        allowed = allowed[tf.newaxis] & context[:, :, tf.newaxis] & context[:, tf.newaxis, :]
-        scores = start_logits[:, :, tf.newaxis] + end_logits[:, tf.newaxis, :]
+        allowed = (tf.expand_dims(allowed, 0) & tf.expand_dims(context, 2)
+                   & tf.expand_dims(context, 1))
+        scores = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)
         flat_shape = [tf.shape(scores)[0], -1]
         scores = tf.reshape(tf.where(allowed, scores, tf.float32.min), flat_shape)
         found = tf.reduce_any(tf.reshape(allowed, flat_shape), axis=-1)
@@ -323,7 +324,7 @@ class TokenTagging(ServingTask):
         word_end = self._in_word(features) & ~tf.concat(
             [continues[:, 1:], tf.zeros_like(continues[:, :1])], axis=1)
         # Piece k of the text sits at position k + 1, after [CLS].
-        piece = tf.range(tf.shape(word_start)[1])[tf.newaxis, :] - 1
+        piece = tf.expand_dims(tf.range(tf.shape(word_start)[1]), 0) - 1
         word_tags = _left_align(outputs["tags"], word_start, -1)
         result = {"word_begin": _left_align(_offset_at(starts, piece), word_start, 0),
                   "word_end": _left_align(_offset_at(ends, piece), word_end, 0),
@@ -337,14 +338,14 @@ class TokenTagging(ServingTask):
 
     def text_outputs(self, outputs, features, texts, offsets):
         begin, end = outputs["word_begin"], outputs["word_end"]
-        text = tf.broadcast_to(texts["text"][:, tf.newaxis], tf.shape(begin))
+        text = tf.broadcast_to(tf.expand_dims(texts["text"], 1), tf.shape(begin))
         return {"tokens": tf.gather(tf.constant(self.vocabulary), features["token_ids"]),
                 "words": tf.strings.substr(text, begin, end - begin)}
 
     def _in_word(self, features):
         token_ids = features["token_ids"]
         special = tf.reduce_any(
-            token_ids[:, :, tf.newaxis] == tf.constant(self.special_ids), axis=-1)
+            tf.expand_dims(token_ids, 2) == tf.constant(self.special_ids), axis=-1)
         return (features["padding_mask"] > 0) & ~special
 
 
@@ -440,7 +441,7 @@ def _left_align(values, keep, fill):
     shape = tf.shape(values)
     slot = tf.cumsum(tf.cast(keep, tf.int32), axis=1, exclusive=True)
     slot = tf.where(keep, slot, shape[1])  # the others land in a column cut off below
-    rows = tf.broadcast_to(tf.range(shape[0])[:, tf.newaxis], shape)
+    rows = tf.broadcast_to(tf.expand_dims(tf.range(shape[0]), 1), shape)
     scattered = tf.scatter_nd(tf.stack([rows, slot], axis=-1), values - fill,
                               shape + tf.constant([0, 1]))
     return scattered[:, :-1] + fill

@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+import warnings
 
 import tensorflow as tf
 
@@ -17,18 +18,21 @@ INPUT_KINDS = ("text", "ids")
 
 
 def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pairs=False,
-                  label_names=None, max_answer_length=30, max_text_bytes=MAX_TEXT_BYTES):
+                  label_names=None, max_answer_length=30, max_text_bytes=MAX_TEXT_BYTES,
+                  static_shape=None):
     """Writes a `.tflite` file that serves `model`, from raw text or from ids.
 
     With `inputs="text"` the signature `serving_default` takes raw strings, `[batch]`
     each (usually one string per call on a phone; the interpreter resizes for more), and
     tokenizes inside with the preprocessor's TFLite-compatible pipeline (builtin ops and
     tf.text's custom ops; see `BertTokenizer` for how its ids compare with the reference
-    tokenizer's). Every row is padded to
-    `preprocessor.seq_length`: static shapes keep the interpreter from reallocating on each
-    text (and a variable-length graph would need a Flex op). With `inputs="ids"` the
-    signature `predict_ids` takes int32 `token_ids`, `segment_ids`, `padding_mask`
-    `[batch, seq_length]`.
+    tokenizer's). Each call is padded to its longest text, rounded up to a multiple of 8,
+    as in the SavedModel: a short text does not pay for `preprocessor.seq_length`
+    positions (the interpreter resizes its tensors when the width changes). With
+    `static_shape=True` every row is padded to `seq_length` instead, for delegates that
+    need fixed shapes (GPU, NNAPI). With `inputs="ids"` the signature `predict_ids` takes
+    int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, width]` (`[batch,
+    seq_length]` with `static_shape=True`).
 
     Outputs are those of `export_saved_model` but the strings cut from the text (a span
     labeler's `answer`, a token classifier's `tokens` and `words`), as TFLite has no string
@@ -60,6 +64,9 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         max_answer_length: longest answer of a span labeler, in wordpieces.
         max_text_bytes: longer texts are cut to this many bytes before tokenization, at a
             UTF-8 character boundary (None: no limit); with `inputs="ids"`, unused.
+        static_shape: True pads every row to `preprocessor.seq_length` (fixed tensor
+            shapes); False pads each call to its longest text. None (default): False,
+            unless the model converts only with fixed shapes (then True, with a warning).
 
     Returns:
         `path`.
@@ -90,10 +97,43 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     tflite_preprocessor = BertPreprocessor(
         preprocessor.vocabulary, seq_length=preprocessor.seq_length,
         lower_case=preprocessor.lower_case, truncation=preprocessor.truncation,
-        static_shape=True, tflite_compatible=True, max_text_bytes=max_text_bytes)
+        tflite_compatible=True, max_text_bytes=max_text_bytes)
     signature = "serving_default" if inputs == "text" else "predict_ids"
-    module, concrete = serving_module(model, tflite_preprocessor, task, signatures=(signature,),
-                                      static_shape=True, text_outputs=False)
+
+    def convert(static_shape):
+        module, concrete = serving_module(model, tflite_preprocessor, task,
+                                          signatures=(signature,), static_shape=static_shape,
+                                          text_outputs=False)
+        content = _convert(module, concrete, signature, quantize)
+        return content, unsupported_tflite_ops(tflite_op_types(content))
+
+    content, unsupported = convert(bool(static_shape))
+    if unsupported and static_shape is None:
+        # E.g. `x[:, None]` in the user's own layers: TFLite converts a new axis only on a
+        # static shape. A padded file beats no file.
+        content, unsupported_static = convert(True)
+        if not unsupported_static:
+            warnings.warn(
+                f"{model.name!r} converts to TFLite only with fixed shapes "
+                f"({sorted(unsupported)} otherwise): every text is padded to "
+                f"seq_length {preprocessor.seq_length}. A new axis made with "
+                "keras.ops.expand_dims instead of x[:, None] lets short texts run faster.",
+                stacklevel=2)
+        unsupported = unsupported_static
+    if unsupported:
+        raise ValueError(f"The TFLite graph of {model.name!r} holds ops that neither TFLite "
+                         f"nor tf.text's registrar provide: {sorted(unsupported)}")
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    # An app or a file watcher never opens a half-written file.
+    with replaced_when_complete(path) as partial, open(partial, "wb") as f:
+        f.write(content)
+    return path
+
+
+def _convert(module, concrete, signature, quantize):
+    """The `.tflite` flatbuffer of one signature of a serving module."""
     with tempfile.TemporaryDirectory() as saved_model_dir:
         # From a SavedModel, the converter freezes the variables into constants.
         tf.saved_model.save(module, saved_model_dir, signatures=concrete)
@@ -105,15 +145,4 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
-        content = converter.convert()
-    unsupported = unsupported_tflite_ops(tflite_op_types(content))
-    if unsupported:
-        raise ValueError(f"The TFLite graph of {model.name!r} holds ops that neither TFLite "
-                         f"nor tf.text's registrar provide: {sorted(unsupported)}")
-    directory = os.path.dirname(os.fspath(path))
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    # An app or a file watcher never opens a half-written file.
-    with replaced_when_complete(path) as partial, open(partial, "wb") as f:
-        f.write(content)
-    return path
+        return converter.convert()

@@ -17,14 +17,14 @@ def attention_bias(padding_mask):
     the keys of its own document; padding queries attend to every real key (their outputs are
     never used, and this keeps them equal to the reference BERT's).
     """
-    query_doc = padding_mask[:, :, None]
-    key_doc = padding_mask[:, None, :]
+    # expand_dims, not [:, None]: TFLite cannot convert a new axis of a dynamic shape.
+    query_doc, key_doc = ops.expand_dims(padding_mask, 2), ops.expand_dims(padding_mask, 1)
     # ops.equal, not `==`: on symbolic Keras tensors `==` is Python identity, not elementwise.
     same_doc = ops.logical_or(ops.equal(query_doc, key_doc), ops.equal(query_doc, 0))
     allowed = ops.logical_and(ops.greater(key_doc, 0), same_doc)
     bias = ops.where(allowed, 0.0, MASK_PENALTY)
     # float32 even under mixed precision: the penalty overflows float16.
-    return ops.cast(bias[:, None, :, :], "float32")
+    return ops.cast(ops.expand_dims(bias, 1), "float32")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")

@@ -99,10 +99,10 @@ class BertEmbeddings(keras.layers.Layer):
     def _positions(self, position_ids, seq_length):
         if self.position_embeddings is not None:
             if position_ids is None:
-                return self.position_embeddings[:seq_length][None]
+                return ops.expand_dims(self.position_embeddings[:seq_length], 0)
             return self._lookup(self.position_embeddings, position_ids)
         if position_ids is None:
-            position_ids = ops.arange(seq_length)[None]
+            position_ids = ops.expand_dims(ops.arange(seq_length), 0)
         return _sinusoidal(position_ids, self.table_size, self.compute_dtype)
 
     def call(self, token_ids, segment_ids, position_ids=None, training=None):
@@ -145,8 +145,7 @@ def document_positions(padding_mask):
     increasing along the row) and 0 at padding. With a single document (ids all 1) this is
     `0 .. seq-1`, BERT's usual positions, so every input can take this path.
     """
-    query_doc = padding_mask[:, :, None]
-    key_doc = padding_mask[:, None, :]
+    query_doc, key_doc = ops.expand_dims(padding_mask, 2), ops.expand_dims(padding_mask, 1)
     earlier_docs = ops.logical_and(ops.less(key_doc, query_doc), ops.greater(key_doc, 0))
     start = ops.sum(ops.cast(earlier_docs, "int32"), axis=-1)
     # cumsum of ones, not arange: the sequence length is unknown while building the model.
@@ -158,7 +157,7 @@ def _sinusoidal(position_ids, width, dtype):
     """The Transformer's fixed sin/cos position encoding, `[batch or 1, seq, width]`."""
     half = width // 2
     inv_freq = ops.exp(ops.arange(half, dtype="float32") * (-math.log(10000.0) / max(half - 1, 1)))
-    angles = ops.cast(position_ids, "float32")[..., None] * inv_freq
+    angles = ops.expand_dims(ops.cast(position_ids, "float32"), -1) * inv_freq
     encoding = ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1)
     if width % 2:
         encoding = ops.pad(encoding, [(0, 0), (0, 0), (0, 1)])

@@ -103,7 +103,7 @@ class MaskedLMHead(keras.layers.Layer):
         states = sequence_output
         if masked_positions is not None:
             states = ops.take_along_axis(
-                states, ops.cast(masked_positions, "int32")[:, :, None], axis=1)
+                states, ops.expand_dims(ops.cast(masked_positions, "int32"), 2), axis=1)
         states = activate(self.activation, self.transform(states), training)
         states = ops.cast(self.layer_norm(states), self.compute_dtype)
         table = ops.cast(self.embeddings.word_embeddings, self.compute_dtype)
@@ -219,7 +219,7 @@ class SpanLabelingHead(keras.layers.Layer):
 
     def call(self, sequence_output, padding_mask):
         logits = ops.cast(self.dense(sequence_output), "float32")
-        logits = ops.where((padding_mask > 0)[:, :, None], logits, MASK_PENALTY)
+        logits = ops.where(ops.expand_dims(padding_mask > 0, 2), logits, MASK_PENALTY)
         return {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
 
     def get_config(self):

@@ -96,7 +96,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def call(self, x, bias, output_positions=None, training=None):
         if output_positions is not None:
             # The queries' rows of the bias: [batch, 1, outputs, seq].
-            bias = ops.take_along_axis(bias, output_positions[:, None, :, None], axis=2)
+            rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
+            bias = ops.take_along_axis(bias, rows, axis=2)
 
         def forward(x, bias, *positions):
             return self._forward(x, bias, positions[0] if positions else None, training)
@@ -112,7 +113,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         def outputs_of(states):
             if positions is None:
                 return states
-            return ops.take_along_axis(states, positions[:, :, None], axis=1)
+            return ops.take_along_axis(states, ops.expand_dims(positions, 2), axis=1)
 
         queries = outputs_of(x)
         if self.norm_first:

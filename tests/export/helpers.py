@@ -30,7 +30,7 @@ def bag_of_words_model(vocab_size, num_outputs=2):
     """A small functional model on the encoder inputs (not a package model): fast to export."""
     inputs = encoder_inputs()
     vectors = keras.layers.Embedding(vocab_size, 8)(inputs["token_ids"])
-    real = ops.cast(inputs["padding_mask"], "float32")[:, :, None]
+    real = ops.expand_dims(ops.cast(inputs["padding_mask"], "float32"), 2)
     mean = ops.sum(vectors * real, axis=1) / ops.sum(real, axis=1)
     return keras.Model(inputs, keras.layers.Dense(num_outputs)(mean), name="bag_of_words")
 

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -105,6 +106,39 @@ def test_float32_matches_the_saved_model(preprocessor, classifier_signatures, in
         LABEL_NAMES[i] for i in batch["label"]]
 
 
+def test_a_short_text_is_not_padded_to_seq_length(interpreters):
+    # The width is dynamic: a call is padded to its longest text, not to seq_length.
+    ids = interpreters["ids"].get_signature_runner()
+    assert list(ids.get_input_details()["token_ids"]["shape_signature"]) == [-1, -1]
+    short = {name: np.array([[2, 5, 3, 0, 0, 0, 0, 0]] if name == "token_ids" else
+                            [[1, 1, 1, 0, 0, 0, 0, 0]] if name == "padding_mask" else
+                            [[0] * 8], np.int32)
+             for name in ("token_ids", "segment_ids", "padding_mask")}
+    padded = {name: np.pad(value, [(0, 0), (0, SEQ_LENGTH - 8)])
+              for name, value in short.items()}
+    np.testing.assert_allclose(ids(**short)["probabilities"], ids(**padded)["probabilities"],
+                               atol=1e-6)
+
+
+def test_a_model_that_needs_fixed_shapes_is_padded_with_a_warning(
+        runner, char_vocab_file, tmp_path):
+    preprocessor = BertPreprocessor(str(char_vocab_file), seq_length=16)
+    inputs = {name: keras.Input([None], dtype="int32", name=name)
+              for name in ("token_ids", "segment_ids", "padding_mask")}
+    # `[:, :, None]` converts to TFLite only on a static shape.
+    real = keras.ops.cast(inputs["padding_mask"], "float32")[:, :, None]
+    vectors = keras.layers.Embedding(len(preprocessor.vocabulary), 4)(inputs["token_ids"])
+    model = keras.Model(inputs, keras.ops.sum(vectors * real, axis=1), name="new_axis")
+    with pytest.warns(UserWarning, match="only with fixed shapes.*padded to seq_length 16"):
+        path = export_tflite(model, preprocessor, tmp_path / "m.tflite")
+    interpreter = runner.load(str(path))
+    outputs = runner.run(interpreter, {"text": ["abc", "a b c d"]})["outputs"]
+    np.testing.assert_allclose(outputs, model(preprocessor(["abc", "a b c d"])), atol=1e-5)
+    with pytest.raises(ValueError, match=r"holds ops .*\['StridedSlice'\]"):
+        export_tflite(model, preprocessor, tmp_path / "n.tflite", static_shape=False)
+    assert not (tmp_path / "n.tflite").exists()
+
+
 def test_ids_variant_matches_predict_ids(preprocessor, classifier_signatures, interpreters,
                                          runner):
     features = {name: value.numpy()
@@ -113,7 +147,6 @@ def test_ids_variant_matches_predict_ids(preprocessor, classifier_signatures, in
     on_device = runner.run(interpreters["ids"], features)
     np.testing.assert_allclose(on_device["probabilities"], served["probabilities"].numpy(),
                                atol=1e-4)
-    # Short rows are padded to seq_length by the runner.
     short = runner.run(interpreters["ids"], {name: value[:1, :12]
                                              for name, value in features.items()})
     assert short["probabilities"].shape == (1, len(LABEL_NAMES))
