@@ -54,7 +54,11 @@ FRAMEWORKS = {"ours": "keras_bert_core", "model_garden": "Model Garden (tf-model
 TRAIN_SHAPES = {"mini": 32, "base": 8}
 PACKAGES = ("tensorflow", "tensorflow-text", "keras", "tf-keras", "tf-models-official",
             "keras-hub", "tokenizers", "ai-edge-litert")
-TARGETS = {"train": 1.3, "inference": 5.0, "packing": 1.5, "tokenizer": 3.0}
+TARGETS = {"train": 1.3, "inference": 5.0, "packing": 1.5, "tokenizer": 3.0,
+           "serving_throughput": 1.3, "serving_latency": 1.0}
+# A quantized TFLite file counts for a speed target only if it labels the topic task as
+# the float32 model does on this fraction of texts.
+LABEL_AGREEMENT = 0.99
 # Every framework's training step runs in TensorFlow's default environment (on this machine's
 # EPYC: Eigen kernels, tensors from malloc) and in the one `kbc` sets for training (oneDNN
 # kernels, the BFC allocator); the other sections run TensorFlow's default.
@@ -288,6 +292,40 @@ def ratios(results):
                 found[f"tokenizer {name.split('(')[-1].rstrip(')')}"] = {
                     "ratio": speed / hf, "vs": "HF tokenizers",
                     "target": TARGETS["tokenizer"] if identical else None}
+    found.update(serving_ratios(results.get("serving_peers", {})))
+    return found
+
+
+def serving_ratios(peers):
+    """Issue 19's targets: our SavedModel against ONNX Runtime fp32 (throughput and
+    latency), our TFLite files against ONNX Runtime int8 and against each other."""
+    engines = peers.get("engines")
+    if not engines:
+        return {}
+    found = {}
+    for kind in ("short", "long"):
+        saved, onnx = engines["SavedModel"][kind], engines["ONNX Runtime fp32"][kind]
+        found[f"serving SavedModel {kind} batch-32 throughput"] = {
+            "ratio": saved["texts_per_s"] / onnx["texts_per_s"], "vs": "ONNX Runtime fp32",
+            "target": TARGETS["serving_throughput"]}
+        found[f"serving SavedModel {kind} latency"] = {
+            "ratio": onnx["latency_ms"] / saved["latency_ms"], "vs": "ONNX Runtime fp32",
+            "target": TARGETS["serving_latency"]}
+    faithful = {name: figures for name, figures in engines.items()
+                if name.startswith("TFLite") and "padded" not in name
+                and figures["topic"]["label_agreement"] >= LABEL_AGREEMENT}
+    if faithful:
+        fastest = min(faithful, key=lambda name: faithful[name]["short"]["latency_ms"])
+        found[f"serving {fastest} short latency"] = {
+            "ratio": engines["ONNX Runtime dynamic int8"]["short"]["latency_ms"]
+            / faithful[fastest]["short"]["latency_ms"],
+            "vs": "ONNX Runtime dynamic int8", "target": TARGETS["serving_latency"]}
+    fp32 = engines["TFLite float32"]
+    for name in faithful:
+        if "int8" in name:
+            found[f"serving {name} short latency"] = {
+                "ratio": fp32["short"]["latency_ms"] / faithful[name]["short"]["latency_ms"],
+                "vs": "TFLite float32", "target": TARGETS["serving_latency"]}
     return found
 
 
@@ -325,6 +363,19 @@ def markdown(results, command, started, loads):
         f"shapes, here {results.get('peak', {}).get('best_shape', '?')}): "
         f"{fmt(peak / 1e9 if peak else None, 1)} GFLOP/s",
         "",
+    ]
+    later = results.get("later_runs", {})
+    if later:
+        lines += ["Sections measured again in a later run (`--update`), each from the run "
+                  "named here; the rest of this page comes from the run above:", ""]
+        for section, run_info in later.items():
+            when = datetime.datetime.fromisoformat(run_info["started"])
+            lines.append(f"- `{section}`: `{run_info['command']}`, {when:%Y-%m-%d %H:%M} "
+                         f"UTC, {run_info['wall_s'] / 60:.1f} min, load average at start "
+                         f"{run_info['load_average']['start']}, at end "
+                         f"{run_info['load_average']['end']}")
+        lines.append("")
+    lines += [
         "## Targets",
         "",
         "| target | measured | compared with | goal | met |",
@@ -570,10 +621,13 @@ def serving_peers_table(results):
              f"{p['latency_texts']} texts; the engines take turns in one process, in "
              f"{rounds} process rounds: best round shown, the range across rounds in "
              "brackets. Agreement: with our Keras model's float32 embeddings "
-             "(max |difference|, mean cosine).", "",
+             "(max |difference|, mean cosine). Topic labels: a linear probe trained on the "
+             "float32 embeddings labels the held-out texts of `kbc demo`'s topic task "
+             f"({p['texts']['topic']} texts, 5 classes) from each engine's embeddings: "
+             "agreement with the float32 labels / accuracy.", "",
              "| engine | file MB | short ms/text | short texts/s | long ms/text | "
-             "long texts/s | agreement short | agreement long |",
-             "|---|---:|---:|---:|---:|---:|---|---|"]
+             "long texts/s | agreement short | agreement long | topic labels |",
+             "|---|---:|---:|---:|---:|---:|---|---|---|"]
     for name, kinds in p["engines"].items():
         size = p["file_bytes"].get(name)
         cells = []
@@ -585,6 +639,8 @@ def serving_peers_table(results):
             cells.append(f"{k['texts_per_s']:.1f} ({low:.1f}-{high:.1f})")
         agreement = [f"{kinds[kind]['max_abs_diff']:.1e}, cos {kinds[kind]['mean_cosine']:.4f}"
                      for kind in ("short", "long")]
+        topic = kinds["topic"]
+        agreement.append(f"{topic['label_agreement']:.3f} / {topic['accuracy']:.3f}")
         lines.append(f"| {name} | {fmt(size / 1e6 if size else None, 1)} | "
                      + " | ".join(cells + agreement) + " |")
     parts = p.get("latency_parts_ms", {})
@@ -695,6 +751,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few steps, mini only")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--update", action="store_true",
+                        help="run only --sections and merge them into results/summary.json; "
+                             "RESULTS.md names the run each section comes from")
     parser.add_argument("--report-only", action="store_true",
                         help="rewrite RESULTS.md and results.png from results/summary.json")
     args = parser.parse_args()
@@ -709,18 +768,26 @@ def main():
     load_start = [round(x, 2) for x in os.getloadavg()]
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
     start = time.perf_counter()
-    results = run_sections(args.sections, args.quick)
-    results["wall_s"] = time.perf_counter() - start
+    measured = run_sections(args.sections, args.quick)
+    this_run = {"command": command.strip(), "started": started.isoformat(),
+                "wall_s": time.perf_counter() - start,
+                "load_average": {"start": load_start,
+                                 "end": [round(x, 2) for x in os.getloadavg()]},
+                "machine": common.machine_info()}
+    if args.update:
+        with open(summary) as f:
+            results = json.load(f)
+        results.update(measured)
+        results.setdefault("later_runs", {}).update(
+            {section: this_run for section in args.sections})
+    else:
+        results = {**measured, "wall_s": this_run.pop("wall_s"), "run": this_run}
     results["ratios"] = ratios(results)
-    results["run"] = {"command": command.strip(), "started": started.isoformat(),
-                      "load_average": {"start": load_start,
-                                       "end": [round(x, 2) for x in os.getloadavg()]},
-                      "machine": common.machine_info()}
     with open(summary, "w") as f:
         f.write(json.dumps(results, indent=2) + "\n")
     write_report(results)
     print(f"\nwrote bench/RESULTS.md, bench/results.png, bench/results/summary.json "
-          f"({results['wall_s'] / 60:.1f} min)")
+          f"({(time.perf_counter() - start) / 60:.1f} min)")
     for name, row in results["ratios"].items():
         print(f"  {name}: {row['ratio']:.2f}x vs {row['vs']}")
 

@@ -12,9 +12,11 @@ exact GELU), as mean-pooled embeddings, truncating at 128 wordpieces:
 
 - ours: `kbc.load_checkpoint(folder)` -> the bare `BertEncoder`, exported with
   `kbc.export_saved_model` (signature `serving_default`, strings in, `mean_embedding`
-  out, each batch padded to its longest text) and `kbc.export_tflite` float32, `dynamic`
-  (int8 weights) and `float16` (strings in, every row padded to 128), run in the LiteRT
-  interpreter with 2 threads;
+  out, each batch padded to its longest text) and `kbc.export_tflite` (strings in, each
+  call padded to its longest text) float32, float32 padded to 128 (`static_shape=True`,
+  for comparison), `dynamic` (int8 weights), `int8` (full-integer, calibrated on 200
+  training texts of the topic task) and `float16`, run in the LiteRT interpreter with
+  2 threads;
 - ONNX Runtime: the checkpoint exported here with `transformers` + `torch.onnx.export`
   (last hidden state out), fp32 and `onnxruntime.quantization.quantize_dynamic` int8,
   2 intra-op threads; `tokenizers.Tokenizer.from_file(tokenizer.json)` pads each batch
@@ -27,6 +29,11 @@ Texts: the first sentences of the stdlib's docstrings ("short") and whole docstr
 - latency: ms of one text per call (median over `--latency-texts` texts);
 - agreement with our Keras model's float32 embeddings of the same texts: max |difference|
   and mean cosine similarity;
+- label agreement on a real task: which area of the standard library a docstring
+  documents (`kbc demo`'s topic task, 5 classes, split by module): a linear probe (ridge
+  regression) trained on the Keras float32 embeddings of the training texts labels the
+  held-out texts from each engine's embeddings; agreement with the float32 labels, and
+  accuracy;
 - where one text's time goes: the HF tokenizer and ONNX Runtime fp32's `session.run`, our
   SavedModel's `tokenize` and `predict_ids` signatures, each timed alone on inputs made
   beforehand (`latency_parts_ms`).
@@ -53,8 +60,15 @@ import common  # noqa: E402
 SEQ_LENGTH = 128
 BATCH = 32
 THREADS = 2
-TFLITE_VARIANTS = {"TFLite float32": None, "TFLite dynamic int8": "dynamic",
-                   "TFLite float16": "float16"}
+CALIBRATION_TEXTS = 200
+# TFLite files: name -> export_tflite options (the calibration texts are added for "int8").
+TFLITE_VARIANTS = {
+    "TFLite float32": {},
+    "TFLite float32, padded to 128": {"static_shape": True},
+    "TFLite dynamic int8": {"quantize": "dynamic"},
+    "TFLite int8, calibrated": {"quantize": "int8"},
+    "TFLite float16": {"quantize": "float16"},
+}
 ENGINES = ("ONNX Runtime fp32", "ONNX Runtime dynamic int8", "SavedModel",
            *TFLITE_VARIANTS)
 
@@ -71,10 +85,46 @@ def mean_pool(hidden, mask):
     return (hidden * mask).sum(axis=1) / mask.sum(axis=1)
 
 
-def export_ours(folder, texts, directory):
-    """Our SavedModel and TFLite files of the checkpoint's encoder, and the Keras model's
-    float32 embeddings of `texts` (`{kind: array}`), saved as `keras_<kind>.npy`."""
+def keras_embeddings(encoder, preprocessor, texts):
+    """Our Keras model's float32 mean-pooled embeddings of `texts`, in batches."""
     import keras
+    import numpy as np
+
+    pooled = []
+    for batch in common.batches(texts, BATCH):
+        features = preprocessor(batch, static_shape=False)
+        hidden = encoder(features, training=False)["sequence_output"]
+        pooled.append(mean_pool(keras.ops.convert_to_numpy(hidden),
+                                keras.ops.convert_to_numpy(features["padding_mask"])))
+    return np.concatenate(pooled)
+
+
+def topic_task():
+    """A real classification task on the same kind of text: which area of the standard
+    library a docstring documents (`kbc demo`'s task), split by module. Returns
+    `(train texts, train labels, held-out texts, held-out labels)`."""
+    from keras_bert_core.text import stdlib_corpus
+
+    train, held_out = stdlib_corpus.topic_examples(stdlib_corpus.read_docstrings())
+    names = list(stdlib_corpus.TOPICS)
+    return ([t for t, _ in train], [names.index(topic) for _, topic in train],
+            [t for t, _ in held_out], [names.index(topic) for _, topic in held_out])
+
+
+def linear_probe(embeddings, labels, classes, ridge=1e-2):
+    """A ridge-regression classifier on the embeddings (closed form): `(weights, bias)`."""
+    import numpy as np
+
+    x = np.concatenate([embeddings, np.ones([len(embeddings), 1])], axis=1)
+    targets = np.eye(classes)[labels]
+    solution = np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]), x.T @ targets)
+    return solution[:-1], solution[-1]
+
+
+def export_ours(folder, texts, directory):
+    """Our SavedModel and TFLite files of the checkpoint's encoder; the Keras model's
+    float32 embeddings of `texts` (`{kind: array}`), saved as `keras_<kind>.npy`; and a
+    linear probe of the topic task (`probe.npz`), trained on the Keras embeddings."""
     import numpy as np
 
     import keras_bert_core as kbc
@@ -84,22 +134,26 @@ def export_ours(folder, texts, directory):
     preprocessor = BertPreprocessor(os.path.join(folder, "vocab.txt"), seq_length=SEQ_LENGTH,
                                     lower_case=True)
     for kind, sample in texts.items():
-        pooled = []
-        for batch in common.batches(sample, BATCH):
-            features = preprocessor(batch, static_shape=False)
-            hidden = encoder(features, training=False)["sequence_output"]
-            pooled.append(mean_pool(keras.ops.convert_to_numpy(hidden),
-                                    keras.ops.convert_to_numpy(features["padding_mask"])))
-        np.save(os.path.join(directory, f"keras_{kind}.npy"), np.concatenate(pooled))
+        np.save(os.path.join(directory, f"keras_{kind}.npy"),
+                keras_embeddings(encoder, preprocessor, sample))
+    train_texts, train_labels, _, held_out_labels = topic_task()
+    weights, bias = linear_probe(keras_embeddings(encoder, preprocessor, train_texts),
+                                 train_labels, max(train_labels) + 1)
+    np.savez(os.path.join(directory, "probe.npz"), weights=weights, bias=bias,
+             held_out_labels=held_out_labels)
     kbc.export_saved_model(encoder, preprocessor, os.path.join(directory, "saved_model"),
                            warmup=False)
-    for name, quantize in TFLITE_VARIANTS.items():
+    # Calibration on the task's training texts, never on the texts scored.
+    calibration = train_texts[::len(train_texts) // CALIBRATION_TEXTS][:CALIBRATION_TEXTS]
+    for name, options in TFLITE_VARIANTS.items():
+        if options.get("quantize") == "int8":
+            options = {**options, "calibration_texts": calibration}
         kbc.export_tflite(encoder, preprocessor, os.path.join(directory, tflite_file(name)),
-                          quantize=quantize)
+                          **options)
 
 
 def tflite_file(name):
-    return name.replace(" ", "_") + ".tflite"
+    return "".join(c if c.isalnum() else "_" for c in name) + ".tflite"
 
 
 def export_onnx(folder, directory):
@@ -207,14 +261,32 @@ def agreement(embeddings, reference):
             "mean_cosine": float(cosine.mean()), "min_cosine": float(cosine.min())}
 
 
+def labels_agreement(embeddings, reference, probe):
+    """The probe's labels from `embeddings`: agreement with those from `reference`, and
+    accuracy on the held-out labels."""
+    labels = (embeddings @ probe["weights"] + probe["bias"]).argmax(-1)
+    reference_labels = (reference @ probe["weights"] + probe["bias"]).argmax(-1)
+    return {"label_agreement": float((labels == reference_labels).mean()),
+            "accuracy": float((labels == probe["held_out_labels"]).mean())}
+
+
 def one_round(folder, directory, texts, args):
-    """Every engine's figures in this process: `{engine: {kind: figures}}`."""
+    """Every engine's figures in this process: `{engine: {kind: figures}}`; kind "topic"
+    holds the topic task's agreement figures (not timed)."""
     import numpy as np
 
     embed, parts = engines(folder, directory)
     figures = {name: {} for name in embed}
     figures["latency_parts_ms"] = {}
+    probe = dict(np.load(os.path.join(directory, "probe.npz")))
+    reference = np.load(os.path.join(directory, "keras_topic.npy"))
+    for name, run in embed.items():
+        outputs = np.concatenate([run(b) for b in common.batches(texts["topic"], BATCH)])
+        figures[name]["topic"] = {**agreement(outputs, reference),
+                                  **labels_agreement(outputs, reference, probe)}
     for kind, sample in texts.items():
+        if kind == "topic":
+            continue
         reference = np.load(os.path.join(directory, f"keras_{kind}.npy"))
         for name, run in embed.items():
             outputs = np.concatenate([run(b) for b in common.batches(sample, BATCH)])
@@ -247,7 +319,9 @@ def best_of(rounds):
         for kind, parts in rounds[0]["latency_parts_ms"].items()}
     for name in ENGINES:
         best["engines"][name] = {}
-        for kind in rounds[0][name]:
+        # Agreement figures are the same in every round: the first round's.
+        best["engines"][name]["topic"] = rounds[0][name]["topic"]
+        for kind in ("short", "long"):
             runs = [r[name][kind] for r in rounds]
             speeds = [r["texts_per_s"] for r in runs]
             latencies = [r["latency_ms"] for r in runs]
@@ -260,15 +334,18 @@ def best_of(rounds):
 
 def markdown(result):
     lines = ["| engine | short ms/text | short texts/s | long ms/text | long texts/s | "
-             "short max abs diff / mean cosine | long max abs diff / mean cosine |",
-             "|---|---:|---:|---:|---:|---|---|"]
+             "short max abs diff / mean cosine | long max abs diff / mean cosine | "
+             "topic labels: agreement / accuracy |",
+             "|---|---:|---:|---:|---:|---|---|---|"]
     for name in ENGINES:
         kinds = result["engines"][name]
         cells = [f"{kinds[k]['latency_ms']:.2f} | {kinds[k]['texts_per_s']:.1f}"
                  for k in ("short", "long")]
         faith = [f"{kinds[k]['max_abs_diff']:.1e} / {kinds[k]['mean_cosine']:.5f}"
                  for k in ("short", "long")]
-        lines.append(f"| {name} | {' | '.join(cells)} | {' | '.join(faith)} |")
+        topic = kinds["topic"]
+        labels = f"{topic['label_agreement']:.3f} / {topic['accuracy']:.3f}"
+        lines.append(f"| {name} | {' | '.join(cells)} | {' | '.join(faith)} | {labels} |")
     return "\n".join(lines)
 
 
@@ -293,6 +370,7 @@ def main():
     texts, wordpieces = common.stdlib_texts(os.path.join(folder, "vocab.txt"),
                                             args.short_texts, args.long_texts,
                                             long_wordpieces=SEQ_LENGTH)
+    texts["topic"] = topic_task()[2]
     if args.step == "round":
         print(json.dumps(one_round(folder, args.directory, texts, args)))
         return
