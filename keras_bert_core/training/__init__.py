@@ -16,13 +16,13 @@ from keras_bert_core.training.distribution import (
     per_replica_batch_size,
     worker_role,
 )
-from keras_bert_core.training.optimizer import (
+from keras_bert_core.training.optimizers import (
     NO_WEIGHT_DECAY,
     BertAdamW,
     BertLamb,
+    WarmupLinearDecay,
     create_optimizer,
 )
-from keras_bert_core.training.schedule import WarmupLinearDecay
 
 __all__ = [
     "NO_WEIGHT_DECAY",
