@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+# The label the token classifier's loss and accuracy leave out: defined beside them.
+from keras_bert_core.models.metrics import IGNORE_LABEL
 from keras_bert_core.text.task_data import DataError
-
-IGNORE_LABEL = -100
 
 
 @dataclasses.dataclass
