@@ -39,7 +39,7 @@ _EXPORTS = {
     "write_pretraining_tfrecords": "keras_bert_core.text.pretraining_data",
     "read_pretraining_tfrecords": "keras_bert_core.text.pretraining_data",
     "learn_wordpiece_vocab": "keras_bert_core.text.vocab_learning",
-    "DataError": "keras_bert_core.text.task_data",
+    "DataError": "keras_bert_core.errors",
     "load_text_classification": "keras_bert_core.text.task_data",
     "load_squad": "keras_bert_core.text.squad",
     "load_conll": "keras_bert_core.text.tagging",
@@ -49,8 +49,9 @@ _EXPORTS = {
     "convert_checkpoint": "keras_bert_core.checkpoints",
     "read_pretraining_head_weights": "keras_bert_core.checkpoints",
     "save_google_research_checkpoint": "keras_bert_core.checkpoints",
-    "CheckpointError": "keras_bert_core.checkpoints",
-    "CheckpointMismatchError": "keras_bert_core.checkpoints",
+    "CheckpointError": "keras_bert_core.errors",
+    "CheckpointMismatchError": "keras_bert_core.errors",
+    "TrainingError": "keras_bert_core.errors",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]

@@ -11,11 +11,8 @@ from keras_bert_core.checkpoints.loader import (
     load_pretrainer,
     read_pretraining_head_weights,
 )
-from keras_bert_core.checkpoints.weights import (
-    CheckpointError,
-    CheckpointMismatchError,
-    encoder_variables,
-)
+from keras_bert_core.checkpoints.weights import encoder_variables
+from keras_bert_core.errors import CheckpointError, CheckpointMismatchError
 
 __all__ = [
     "FORMATS",

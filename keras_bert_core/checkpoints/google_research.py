@@ -13,13 +13,13 @@ import numpy as np
 from keras_bert_core.checkpoints.readers import open_tf_checkpoint
 from keras_bert_core.checkpoints.weights import (
     HEAD_GROUPS,
-    CheckpointError,
     Source,
     assign_checked,
     encoder_variables,
     read_head_groups,
 )
 from keras_bert_core.config import BertConfig
+from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
 CONFIG_NAMES = ("bert_config.json", "config.json")

@@ -13,13 +13,13 @@ import warnings
 
 from keras_bert_core.checkpoints.readers import RenamedReader, SafetensorsReader
 from keras_bert_core.checkpoints.weights import (
-    CheckpointError,
     Source,
     assign_checked,
     encoder_variables,
     read_head_groups,
 )
 from keras_bert_core.config import BertConfig
+from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
 _SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")

@@ -6,7 +6,7 @@ import os
 import warnings
 
 from keras_bert_core.checkpoints.readers import describe_error
-from keras_bert_core.checkpoints.weights import CheckpointError
+from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
 

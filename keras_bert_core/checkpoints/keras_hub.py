@@ -13,12 +13,12 @@ import numpy as np
 
 from keras_bert_core.checkpoints.readers import ArrayReader, describe_error
 from keras_bert_core.checkpoints.weights import (
-    CheckpointError,
     assign_checked,
     einsum_source,
     encoder_variables,
 )
 from keras_bert_core.config import BertConfig
+from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
 _TOP = {

@@ -13,7 +13,7 @@ from keras_bert_core.checkpoints import (
     model_garden,
 )
 from keras_bert_core.checkpoints.readers import TFCheckpointReader, tf_checkpoint_prefix
-from keras_bert_core.checkpoints.weights import CheckpointError
+from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models.pretrainer import BertPretrainer
 
 FORMATS = ("keras", "keras_hub", "huggingface", "google_research", "model_garden")

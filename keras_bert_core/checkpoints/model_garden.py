@@ -22,12 +22,12 @@ import re
 from keras_bert_core.checkpoints.google_research import config_beside
 from keras_bert_core.checkpoints.readers import RenamedReader, open_tf_checkpoint
 from keras_bert_core.checkpoints.weights import (
-    CheckpointError,
     assign_checked,
     einsum_source,
     encoder_variables,
 )
 from keras_bert_core.config import BertConfig
+from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"

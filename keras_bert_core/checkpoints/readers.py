@@ -11,7 +11,7 @@ from __future__ import annotations
 import glob
 import os
 
-from keras_bert_core.checkpoints.weights import CheckpointError
+from keras_bert_core.errors import CheckpointError
 
 
 def describe_error(error):

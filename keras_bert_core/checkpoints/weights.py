@@ -15,28 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be found, read or understood."""
-
-
-class CheckpointMismatchError(CheckpointError):
-    """Checkpoint weights that do not fit the model, all listed by name.
-
-    Attributes `missing`, `unexpected` and `mis_shaped` hold the lines of the message.
-    """
-
-    def __init__(self, source, missing=(), unexpected=(), mis_shaped=()):
-        self.missing = list(missing)
-        self.unexpected = list(unexpected)
-        self.mis_shaped = list(mis_shaped)
-        lines = [f"{source}: the checkpoint does not match the model"]
-        for title, items in (("missing", self.missing), ("unexpected", self.unexpected),
-                             ("mis-shaped", self.mis_shaped)):
-            if items:
-                lines.append(f"  {title} ({len(items)}):")
-                lines.extend(f"    {item}" for item in items)
-        super().__init__("\n".join(lines))
+from keras_bert_core.errors import CheckpointMismatchError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ import platform
 import sys
 
 from keras_bert_core import __version__
+from keras_bert_core.errors import CheckpointError, DataError, TrainingError, UserError
 
 # Subcommand name -> (module in this package exposing `add_arguments(parser)` and
 # `run(args)`, one-line summary).
@@ -54,10 +55,6 @@ def training_environment(machine):
     return environment
 
 
-class UserError(Exception):
-    """A problem with what the user gave: printed as one line, exit status 2, no traceback."""
-
-
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default, unless there is none to show."""
 
@@ -88,14 +85,7 @@ def user_error_message(error):
     The library reports bad data, checkpoints and vocabularies with its own exception types;
     missing or unwritable files surface as `OSError`s that name the file.
     """
-    if isinstance(error, UserError):
-        return str(error)
-    # Loaded only after a failure: by then the subcommand has imported them anyway.
-    from keras_bert_core.checkpoints.weights import CheckpointError
-    from keras_bert_core.text.task_data import DataError
-    from keras_bert_core.training.callbacks import TrainingError
-
-    if isinstance(error, (DataError, CheckpointError, TrainingError)):
+    if isinstance(error, (UserError, DataError, CheckpointError, TrainingError)):
         return str(error)
     if isinstance(error, OSError) and error.filename is not None:
         return f"{error.filename}: {error.strerror or error}"

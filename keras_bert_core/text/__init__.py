@@ -1,6 +1,7 @@
 """Text to ids, in the graph: WordPiece tokenizer, packer, preprocessor, MLM masking,
 pretraining data, vocabulary learning, task data (files, SQuAD, CoNLL, TFDS), op allowlists."""
 
+from keras_bert_core.errors import DataError
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.op_allowlists import (
     TF_SERVING_TEXT_OPS,
@@ -19,7 +20,7 @@ from keras_bert_core.text.pretraining_data import (
 )
 from keras_bert_core.text.squad import extract_answers, load_squad, squad_features, squad_metrics
 from keras_bert_core.text.tagging import entity_scores, load_conll, predictions_to_tags
-from keras_bert_core.text.task_data import DataError, load_multiple_choice, load_text_classification
+from keras_bert_core.text.task_data import load_multiple_choice, load_text_classification
 from keras_bert_core.text.tfds_tasks import load_tfds_task
 from keras_bert_core.text.tokenizer import BertTokenizer
 from keras_bert_core.text.vocab_file import SPECIAL_TOKENS, load_vocabulary

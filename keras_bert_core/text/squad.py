@@ -19,7 +19,7 @@ import string
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.text.task_data import DataError
+from keras_bert_core.errors import DataError
 
 
 @dataclasses.dataclass

@@ -15,9 +15,10 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_core.errors import DataError
+
 # The label the token classifier's loss and accuracy leave out: defined beside them.
 from keras_bert_core.models.metrics import IGNORE_LABEL
-from keras_bert_core.text.task_data import DataError
 
 
 @dataclasses.dataclass

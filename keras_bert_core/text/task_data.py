@@ -16,33 +16,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_core.errors import DataError
+
 _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
-
-
-class DataError(ValueError):
-    """A problem in user data, located by file, line and column.
-
-    Args:
-        message: what is wrong.
-        path: the file, if the data came from one.
-        line: 1-based line number in the file.
-        column: the column (field name) at fault.
-
-    Example:
-    >>> str(DataError("unknown label 'maybe'", path="train.csv", line=7, column="label"))
-    "train.csv, line 7, column 'label': unknown label 'maybe'"
-    """
-
-    def __init__(self, message, path=None, line=None, column=None):
-        self.path = path
-        self.line = line
-        self.column = column
-        where = [str(path)] if path is not None else []
-        if line is not None:
-            where.append(f"line {line}")
-        if column is not None:
-            where.append(f"column {column!r}")
-        super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
 
 def read_records(path, file_format=None):

@@ -1,10 +1,10 @@
 """Training: BERT's optimizers and schedule, distribution strategies, fault-tolerant callbacks."""
 
+from keras_bert_core.errors import TrainingError
 from keras_bert_core.training.callbacks import (
     MetricsLogger,
     StepBackup,
     StopOnNonFiniteLoss,
-    TrainingError,
     completed_steps,
     fit_resumable,
     training_callbacks,

@@ -36,16 +36,12 @@ import warnings
 
 import keras
 
+from keras_bert_core.errors import TrainingError
 from keras_bert_core.files import partial_path, remove
 from keras_bert_core.training.distribution import worker_role
 
 _BACKUP_NAME = "step_{:08d}.weights.h5"
 _BACKUP_PATTERN = re.compile(r"step_(\d{8})\.weights\.h5")
-
-
-class TrainingError(RuntimeError):
-    """Training cannot go on (a non-finite loss, a backup that cannot be read): the message
-    says why and what to do."""
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):

@@ -4,6 +4,7 @@ import os
 import numpy as np
 import pytest
 
+from keras_bert_core.errors import DataError
 from keras_bert_core.text.squad import (
     SquadExample,
     exact_match_score,
@@ -14,7 +15,6 @@ from keras_bert_core.text.squad import (
     squad_features,
     squad_metrics,
 )
-from keras_bert_core.text.task_data import DataError
 from keras_bert_core.text.tokenizer import BertTokenizer
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tasks")

@@ -4,6 +4,7 @@ import random
 import numpy as np
 import pytest
 
+from keras_bert_core.errors import DataError
 from keras_bert_core.text.tagging import (
     IGNORE_LABEL,
     TaggingData,
@@ -13,7 +14,6 @@ from keras_bert_core.text.tagging import (
     predictions_to_tags,
     tagging_features,
 )
-from keras_bert_core.text.task_data import DataError
 from keras_bert_core.text.tokenizer import BertTokenizer
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tasks")

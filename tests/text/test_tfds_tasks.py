@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_bert_core.errors import DataError
 from keras_bert_core.text.squad import SquadExample
-from keras_bert_core.text.task_data import DataError
 from keras_bert_core.text.tfds_tasks import GLUE_TEXT_COLUMNS, TFDS_TASKS, load_tfds_task
 
 
