@@ -4,6 +4,7 @@ import os
 import tempfile
 import warnings
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.export.limits import MAX_TEXT_BYTES, check_limits
@@ -13,13 +14,18 @@ from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.text.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from keras_bert_core.text.preprocessor import BertPreprocessor
 
-QUANTIZATIONS = (None, "dynamic", "float16")
+QUANTIZATIONS = (None, "dynamic", "float16", "int8")
+# With quantize="int8", the ops that run on int8 activations; all others stay float32. A
+# transformer's residual sums, layer norms, GELU and softmax lose too much in int8 (the
+# labels change); the matrix products are where int8 kernels (XNNPACK's on ARM) pay off.
+# See bench/serving_peers.py for speed against the other options.
+INT8_OPS = frozenset({"FULLY_CONNECTED", "GATHER"})
 INPUT_KINDS = ("text", "ids")
 
 
 def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pairs=False,
                   label_names=None, max_answer_length=30, max_text_bytes=MAX_TEXT_BYTES,
-                  static_shape=None):
+                  static_shape=None, calibration_texts=None):
     """Writes a `.tflite` file that serves `model`, from raw text or from ids.
 
     With `inputs="text"` the signature `serving_default` takes raw strings, `[batch]`
@@ -56,8 +62,25 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
             (vocabulary, casing, `seq_length`, truncation) are copied into a
             TFLite-compatible one.
         path: the `.tflite` file to write.
-        quantize: None (float32 weights), `"dynamic"` (int8 weights, dynamic-range
-            quantization) or `"float16"` (float16 weights).
+        quantize: what the weights and activations are stored and computed in:
+
+            - None: float32 throughout; the reference the others are checked against.
+            - `"dynamic"`: int8 weights (per output channel), float32 activations, each
+              matrix product's input quantized to int8 on the fly (dynamic-range
+              quantization). A quarter of the float32 file; XNNPACK (the interpreter's
+              default CPU delegate) runs these products with int8 kernels. The fast
+              choice for CPUs, and the usual choice: no calibration, labels rarely move.
+            - `"int8"`: full-integer quantization calibrated on `calibration_texts`:
+              int8 weights and int8 activations, with scales fixed from the calibration
+              texts, for the matrix products and embedding lookups (`INT8_OPS`); residual
+              sums, layer norms, GELU and softmax stay float32, which in int8 change labels.
+              For runtimes and accelerators that want fixed activation scales; calibrate
+              on texts like those the app will see. Check its labels against float32
+              (`kbc export --calibration` reports the agreement).
+            - `"float16"`: float16 weights, float32 compute on CPU (half the file; GPU
+              delegates run float16).
+
+            `bench/serving_peers.py` measures their speed on this machine.
         inputs: `"text"` or `"ids"`.
         pairs: serve text pairs (`text_a`, `text_b`), as for `export_saved_model`.
         label_names: class or tag names, as for `export_saved_model`.
@@ -67,13 +90,21 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         static_shape: True pads every row to `preprocessor.seq_length` (fixed tensor
             shapes); False pads each call to its longest text. None (default): False,
             unless the model converts only with fixed shapes (then True, with a warning).
+        calibration_texts: with `quantize="int8"` (required there, unused otherwise):
+            texts like those the app will serve, from which the activation scales are set
+            (a few hundred are plenty; each is run once through the float model). Each item
+            is what one call takes: a string for a one-text model; a `(text_a, text_b)`
+            pair with `pairs=True`; for other inputs, a tuple in the order of the
+            signature's text inputs or a dict keyed by them (a question answerer:
+            `question`, `context`; multiple choice: `text`, `choices`, a list of strings).
 
     Returns:
         `path`.
 
     Raises:
-        ValueError: bad arguments, or the converted graph holds an op outside the TFLite
-            allowlist (named in the message).
+        ValueError: bad arguments (`quantize="int8"` without `calibration_texts`, or
+            calibration texts that do not match the signature's inputs), or the converted
+            graph holds an op outside the TFLite allowlist (named in the message).
 
     Example:
     >>> import os, tempfile
@@ -94,6 +125,7 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
     check_limits(None, max_text_bytes)
     task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
+    calibration = _calibration_rows(task, quantize, calibration_texts)
     tflite_preprocessor = BertPreprocessor(
         preprocessor.vocabulary, seq_length=preprocessor.seq_length,
         lower_case=preprocessor.lower_case, truncation=preprocessor.truncation,
@@ -104,7 +136,11 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         module, concrete = serving_module(model, tflite_preprocessor, task,
                                           signatures=(signature,), static_shape=static_shape,
                                           text_outputs=False)
-        content = _convert(module, concrete, signature, quantize)
+        dataset = None
+        if calibration is not None:
+            dataset = (calibration if inputs == "text" else
+                       _ids_rows(task, tflite_preprocessor, calibration, static_shape))
+        content = _convert(module, concrete, signature, quantize, dataset)
         return content, unsupported_tflite_ops(tflite_op_types(content))
 
     content, unsupported = convert(bool(static_shape))
@@ -132,8 +168,62 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     return path
 
 
-def _convert(module, concrete, signature, quantize):
-    """The `.tflite` flatbuffer of one signature of a serving module."""
+def _calibration_rows(task, quantize, calibration_texts):
+    """The calibration texts as the signature's inputs, one row (one call) each; None
+    without int8 quantization."""
+    if quantize != "int8":
+        if calibration_texts is not None:
+            raise ValueError(f"calibration_texts is used only with quantize='int8', not with "
+                             f"quantize={quantize!r}")
+        return None
+    if calibration_texts is None or isinstance(calibration_texts, (str, bytes)):
+        raise ValueError("quantize='int8' needs calibration_texts: a list of texts like "
+                         "those the app will serve, to set the int8 activation scales")
+    items = list(calibration_texts)
+    if not items:
+        raise ValueError("quantize='int8' got empty calibration_texts: give a list of texts "
+                         "like those the app will serve, to set the int8 activation scales")
+    names = task.text_inputs
+    rows = []
+    for number, item in enumerate(items):
+        if isinstance(item, dict):
+            missing = [name for name in names if name not in item]
+            if missing:
+                raise ValueError(f"calibration_texts[{number}] lacks {missing}; the model "
+                                 f"takes {list(names)}")
+            values = [item[name] for name in names]
+        elif isinstance(item, (str, bytes)):
+            values = [item]
+        else:
+            values = list(item)
+        if len(values) != len(names):
+            raise ValueError(f"calibration_texts[{number}] holds {len(values)} text(s); the "
+                             f"model takes {len(names)} ({', '.join(names)}) per example")
+        rows.append({name: np.array([_encoded(value)], dtype=object)
+                     for name, value in zip(names, values, strict=True)})
+    return rows
+
+
+def _encoded(value):
+    if isinstance(value, (list, tuple)):  # multiple choice: one row of choices
+        return [_encoded(v) for v in value]
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _ids_rows(task, preprocessor, rows, static_shape):
+    """The calibration rows as the ids signature's inputs."""
+    ids_rows = []
+    for row in rows:
+        features, _ = task.encode(preprocessor, {name: tf.constant(value)
+                                                 for name, value in row.items()},
+                                  static_shape, with_offsets=False)
+        ids_rows.append({name: value.numpy() for name, value in features.items()})
+    return ids_rows
+
+
+def _convert(module, concrete, signature, quantize, calibration=None):
+    """The `.tflite` flatbuffer of one signature of a serving module; `calibration`: the
+    signature's inputs, a list of dicts, with `quantize="int8"`."""
     with tempfile.TemporaryDirectory() as saved_model_dir:
         # From a SavedModel, the converter freezes the variables into constants.
         tf.saved_model.save(module, saved_model_dir, signatures=concrete)
@@ -145,4 +235,26 @@ def _convert(module, concrete, signature, quantize):
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
-        return converter.convert()
+        if quantize != "int8":
+            return converter.convert()
+        return _quantize_int8(converter, calibration)
+
+
+def _quantize_int8(converter, calibration):
+    """Calibrates the converter's model on `calibration` (run in TFLite's calibrator with
+    tf.text's ops registered), then quantizes `INT8_OPS` to int8, leaving the rest float."""
+    from tensorflow.lite.python import convert as lite_convert
+    from tensorflow_text import tflite_registrar
+
+    converter.representative_dataset = lambda: iter(calibration)
+    converter.target_spec._experimental_custom_op_registerers = list(
+        tflite_registrar.SELECT_TFTEXT_OPS)
+    # The converter quantizes every op it can; TFLite's quantizer (the one behind
+    # tf.lite.experimental.QuantizationDebugger) can leave op types float.
+    converter._experimental_calibrate_only = True
+    with warnings.catch_warnings():  # the calibrator runs on tf.lite.Interpreter
+        warnings.filterwarnings("ignore", "(?s).*tf.lite.Interpreter is deprecated")
+        calibrated = converter.convert()
+    float_ops = sorted(op for op in tflite_op_types(calibrated)  # builtins: upper case
+                       if op.isupper() and op not in INT8_OPS)
+    return lite_convert.mlir_quantize(calibrated, denylisted_ops=float_ops)
