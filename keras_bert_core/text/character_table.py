@@ -4,10 +4,13 @@ TFLite has no Unicode string ops, but the reference normalization works one code
 time, so a table says for every code point what the reference makes of it: removed,
 whitespace, an isolated one-character word (punctuation, CJK ideograph) or a word character,
 and the characters it normalizes to (uncased: NFD without accents, lower case; at most three,
-a Hangul syllable's jamo). ``character_table.npz`` holds it for both casings; it is made by
-``scripts/make_character_table.py`` from the reference pipeline's own character normalization
-(``tokenizer.normalize_characters``), and ``tests/text/test_character_table.py`` checks
-that it still agrees.
+a Hangul syllable's jamo). ``character_table.npz`` holds it for both casings; it is made from
+the reference pipeline's own character normalization (``tokenizer.normalize_characters``) by
+
+    python -m keras_bert_core.text.character_table
+
+(run it after changing the reference pipeline's character classes), and
+``tests/text/test_character_table.py`` checks that it still agrees.
 
 ``vocabulary_table`` then turns it into what the graph looks up: per code point, its class
 and the indices of its normalized characters in the vocabulary's alphabet, stored as
@@ -109,3 +112,8 @@ def vocabulary_table(vocabulary, lower_case, suffix_indicator="##"):
     entries = kinds.astype(np.int32) + 4 * spelling.astype(np.int32)
     blocks, block_of = np.unique(entries.reshape(-1, BLOCK_SIZE), axis=0, return_inverse=True)
     return block_of.astype(np.int32).ravel(), blocks.ravel(), spellings, alphabet
+
+
+if __name__ == "__main__":
+    write_table()
+    print(f"wrote {TABLE_FILE}")

@@ -44,7 +44,7 @@ def _assert_same_outputs(run, a, b, batch):
 
 def test_matches_pytorch_bert_on_all_minilm_l6_v2(minilm_dir):
     model_dir = str(minilm_dir)
-    # Written by scripts/make_hf_reference.py with transformers' PyTorch BertModel.
+    # Written by make_hf_reference.py (beside this file) with transformers' PyTorch BertModel.
     reference = np.load(os.path.join(DATA, "minilm_reference.npz"))
     inputs = {name: reference[name] for name in ("token_ids", "segment_ids", "padding_mask")}
     assert len(inputs["token_ids"]) >= 20 and inputs["segment_ids"].max() == 1

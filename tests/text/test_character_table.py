@@ -10,8 +10,8 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "e", "##e", "ᄀ", "##ᅮ
 
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
 def test_table_file_equals_the_reference_normalization(lower_case):
-    # scripts/make_character_table.py writes the file from the character route's own
-    # normalization; after a change there the file must be made again.
+    # `python -m keras_bert_core.text.character_table` writes the file from the character
+    # route's own normalization; after a change there the file must be made again.
     kinds, normalized = table.compute_normalization(lower_case)
     shipped_kinds, shipped = table.load_normalization(lower_case)
     np.testing.assert_array_equal(shipped_kinds, kinds)

@@ -4,7 +4,7 @@ mixed precision, through `keras_bert_core.training`.
 CI has no GPU, so these run by hand on a GPU machine (one GPU is split into two logical GPUs,
 so `MirroredStrategy` has two replicas):
 
-    python scripts/gpu_checks.py --output gpu_checks.json
+    python bench/gpu_checks.py --output gpu_checks.json
 
 Every check trains a `mini` BertClassifier for a few steps from the same initial weights and
 reports its losses; the float32 ones are compared with the one-device, no-XLA run. Mirrored

