@@ -3,8 +3,9 @@
     python bench/ablations.py --task pretrain --preset mini --batch 32
 
 Each variant is `train_step.py`'s `ours` step with one change, prototyped here (library
-code is untouched). All variants are built and warmed up first, then timed round robin,
-one step each in turn, so that the machine's changing load reaches them alike:
+code is untouched; the fusions are switched off through `keras_bert_core.layers.fused.fusion`).
+All variants are built and warmed up first, then timed round robin, one step each in turn,
+so that the machine's changing load reaches them alike:
 
 - `default`: the task model as it ships (Keras leaves XLA off on a CPU-only machine);
 - `jit`: `compile(jit_compile=True)`: XLA fuses the element-wise work (GELU, dropout
@@ -82,39 +83,12 @@ def keras_adamw():
     return optimizer
 
 
-@contextlib.contextmanager
-def unfused():
-    """While models are built and traced: GELU and LayerNorm as TensorFlow's element-wise ops
-    while training too (no XLA kernels)."""
-    from keras_bert_core.layers import fused
-
-    original = fused._fuses
-    fused._fuses = lambda training: False
-    try:
-        yield
-    finally:
-        fused._fuses = original
-
-
-@contextlib.contextmanager
-def keras_dense():
-    """While models are built and traced: `FlatDense` runs Keras's `Dense.call`."""
-    import keras
-
-    from keras_bert_core.layers.fused import FlatDense
-
-    flat_call = FlatDense.call
-    FlatDense.call = keras.layers.Dense.call
-    try:
-        yield
-    finally:
-        FlatDense.call = flat_call
-
-
 def variants(task, peers):
     """`{name: (framework, jit, build context, compile overrides)}`; overrides
     built lazily."""
     import keras
+
+    from keras_bert_core.layers.fused import fusion
 
     def argmax_accuracy():
         return {"weighted_metrics": {
@@ -129,8 +103,8 @@ def variants(task, peers):
                                lambda: {"metrics": None, "weighted_metrics": None})
     table["full_last_layer"] = ("ours", False, full_last_layer, dict)
     table["keras_adamw"] = ("ours", False, none, lambda: {"optimizer": keras_adamw()})
-    table["unfused"] = ("ours", False, unfused, dict)
-    table["keras_dense"] = ("ours", False, keras_dense, dict)
+    table["unfused"] = ("ours", False, lambda: fusion(elementwise=False), dict)
+    table["keras_dense"] = ("ours", False, lambda: fusion(dense=False), dict)
     if peers:
         table["keras_hub_jit"] = ("keras_hub", True, none, dict)
     return table

@@ -7,9 +7,11 @@ GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]
 each becomes one XLA kernel forward and one backward that recomputes the forward inside
 itself instead of keeping its intermediates (the matmuls around them stay TensorFlow's).
 Inference, export and other backends run the plain ops, so SavedModels and TFLite files hold
-no XLA-only functions. Results equal the plain ops' to float rounding.
+no XLA-only functions. Results equal the plain ops' to float rounding. `fusion` turns either
+kind off, to measure what it gains (bench/ablations.py) or to check it changes no result.
 """
 
+import contextlib
 import functools
 
 import keras
@@ -24,8 +26,43 @@ ACTIVATIONS = {
 _FUSED_ACTIVATIONS = ("gelu", "gelu_approximate")
 
 
+# The fusions that layers use when called (or traced): all, except while `fusion` says not.
+_ENABLED = {"elementwise": True, "dense": True}
+
+
+@contextlib.contextmanager
+def fusion(elementwise=True, dense=True):
+    """Switches this module's fusions for the layers called, or traced, while it is held.
+
+    A traced step keeps the ops it was traced with, so hold it while a model's step is
+    traced (its first `fit`, `train_on_batch` or `tf.function` call). Results are the same
+    either way, to float rounding; only the ops that compute them differ.
+
+    Args:
+        elementwise: GELU and `LayerNorm` as one XLA kernel each way while training; `False`
+            leaves them TensorFlow's chains of element-wise ops.
+        dense: `FlatDense` flattens the leading axes so that its matmul and bias fuse; `False`
+            runs `keras.layers.Dense.call` on the input as it is.
+
+    Example:
+    >>> import numpy as np
+    >>> x = np.array([[-1.0, 0.5, 2.0]], "float32")
+    >>> with fusion(elementwise=False):
+    ...     plain = activate("gelu", x, training=True)
+    >>> np.allclose(plain, activate("gelu", x, training=True), atol=1e-6)
+    True
+    """
+    previous = dict(_ENABLED)
+    _ENABLED.update(elementwise=elementwise, dense=dense)
+    try:
+        yield
+    finally:
+        _ENABLED.update(previous)
+
+
 def _fuses(training):
-    return training is True and keras.backend.backend() == "tensorflow"
+    return (training is True and _ENABLED["elementwise"]
+            and keras.backend.backend() == "tensorflow")
 
 
 def xla_fused(fn):
@@ -124,8 +161,8 @@ class FlatDense(keras.layers.Dense):
     On TensorFlow, Keras multiplies a `[batch, seq, width]` input through `tensordot`, whose
     reshapes and transposes keep grappler from fusing the matmul with the bias add that
     follows. Flattened, both run as one `_FusedMatMul` kernel (the gain: `keras_dense` in
-    bench/ablations.py). Same weights, arguments
-    and results as `keras.layers.Dense`.
+    bench/ablations.py; `fusion(dense=False)` turns it off). Same weights, arguments and
+    results as `keras.layers.Dense`.
 
     Example:
     >>> import numpy as np
@@ -135,7 +172,7 @@ class FlatDense(keras.layers.Dense):
     """
 
     def call(self, inputs, training=None):
-        if len(inputs.shape) == 2:
+        if len(inputs.shape) == 2 or not _ENABLED["dense"]:
             return super().call(inputs)
         shape = keras.ops.shape(inputs)
         flat = super().call(keras.ops.reshape(inputs, (-1, shape[-1])))
