@@ -10,8 +10,10 @@ from keras_bert_core.cli.tasks import load_finetuned
 from keras_bert_core.files import replaced_when_complete
 
 FORMATS = ("saved_model", "tflite")
-# TFLite weight variants: float32, int8 weights (dynamic range), float16 weights.
-TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16"}
+# TFLite variants: float32, int8 weights (dynamic range), float16 weights, full integer
+# (int8 weights and activations, calibrated on --calibration texts).
+TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16",
+                   "int8": "int8"}
 
 
 def add_arguments(parser):
@@ -23,7 +25,14 @@ def add_arguments(parser):
     parser.add_argument("--tflite-variants", nargs="+", choices=sorted(TFLITE_VARIANTS),
                         default=["float32"],
                         help="TFLite weights: float32 (model.tflite), dynamic (int8 weights, "
-                             "model_dynamic.tflite), float16 (model_float16.tflite)")
+                             "model_dynamic.tflite), float16 (model_float16.tflite), int8 "
+                             "(int8 weights and activations calibrated on --calibration, "
+                             "model_int8.tflite)")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="for --tflite-variants int8: texts like those the app will "
+                             "serve, one a line (UTF-8; a pair task's two texts "
+                             "tab-separated, or JSON lines keyed by the inputs); the int8 "
+                             "labels are checked against float32 on them")
     parser.add_argument("--name", help="write the SavedModel in TF Serving's layout, "
                                        "<output>/<name>/1, instead of <output>/saved_model")
     # Defaults: export_saved_model's (see export/README.md), not copied here.
@@ -42,10 +51,11 @@ def tflite_file(variant):
 
 
 def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=("float32",),
-           name=None, limits=None):
+           name=None, limits=None, calibration=None):
     """Writes the exports into `output`; returns `{export path: size in bytes}`. `limits`:
     the SavedModel's `max_batch_size` and `max_text_bytes` (its defaults if not given); the
-    `.tflite` files take the same `max_text_bytes` (they have no batch limit)."""
+    `.tflite` files take the same `max_text_bytes` (they have no batch limit).
+    `calibration`: the int8 variant's calibration texts, dicts keyed by the text inputs."""
     from keras_bert_core.export import export_saved_model, export_tflite
 
     options = {"pairs": getattr(task, "pairs", False),
@@ -64,8 +74,92 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
             with stage(f"converting to TFLite ({variant} weights)"):
                 written.append(export_tflite(
                     model, preprocessor, os.path.join(output, tflite_file(variant)),
-                    quantize=TFLITE_VARIANTS[variant], **options, **text_limit))
+                    quantize=TFLITE_VARIANTS[variant], **options, **text_limit,
+                    calibration_texts=calibration if variant == "int8" else None))
     return {path: _size(path) for path in written}
+
+
+def text_inputs(model, task, preprocessor):
+    """The text inputs of the exported signature, in the order it packs them."""
+    from keras_bert_core.export.tasks import serving_task
+
+    return serving_task(model, preprocessor, getattr(task, "pairs", False),
+                        task.settings.get("label_names"),
+                        task.settings["max_answer_length"]).text_inputs
+
+
+def check_calibration(path):
+    """Fails, in the user's words, on a `--calibration` file that is missing, empty or
+    not UTF-8 text (before the model loads)."""
+    from keras_bert_core.cli.predict import check_input_text
+
+    if not os.path.isfile(path):
+        raise UserError(f"--calibration {path}: no such file")
+    check_input_text(path, command="--calibration",
+                     purpose="no texts to calibrate the int8 model on")
+
+
+def read_calibration(path, names):
+    """The calibration texts of `--calibration FILE`, read as `kbc predict` reads an
+    export's input: dicts keyed by `names`."""
+    from keras_bert_core.cli.predict import export_requests
+
+    try:
+        return export_requests(path, names)
+    except UserError as e:
+        raise UserError(f"--calibration {path}: {e}") from None
+
+
+def label_agreement(float_path, int8_path, requests):
+    """`(agreeing, total, what)`: how many requests get the same answer (labels, or answer
+    span) from both `.tflite` files; None for models without such answers."""
+    import numpy as np
+
+    from keras_bert_core.cli.predict import load_tflite
+
+    answers = []
+    for path in (float_path, int8_path):
+        runner, names = load_tflite(path)
+        answers.append([runner(**{name: np.array([request[name]], dtype=object)
+                                  for name in names}) for request in requests])
+    keys = next((keys for keys in (("label",), ("answer_start", "answer_end"))
+                 if all(key in answers[0][0] for key in keys)), None)
+    if keys is None:
+        return None
+    agreeing = sum(all(np.array_equal(a[key], b[key]) for key in keys)
+                   for a, b in zip(*answers, strict=True))
+    return agreeing, len(requests), "labels" if keys == ("label",) else "answer spans"
+
+
+def _report_int8_agreement(output, tflite_variants, model, preprocessor, task, calibration,
+                           limits):
+    from keras_bert_core.export import export_tflite
+
+    float_path = os.path.join(output, tflite_file("float32"))
+    with stage("checking the int8 labels against float32"):
+        if "float32" not in tflite_variants:  # a reference, not kept
+            import tempfile
+
+            scratch = tempfile.mkdtemp()
+            float_path = export_tflite(
+                model, preprocessor, os.path.join(scratch, "model.tflite"),
+                pairs=getattr(task, "pairs", False),
+                label_names=task.settings.get("label_names"),
+                max_answer_length=task.settings["max_answer_length"],
+                **{k: v for k, v in (limits or {}).items() if k == "max_text_bytes"})
+        agreement = label_agreement(float_path, os.path.join(output, tflite_file("int8")),
+                                    calibration)
+        if "float32" not in tflite_variants:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+    if agreement is None:
+        say("int8: this model answers no labels to compare with float32; check its outputs "
+            "with kbc predict")
+        return
+    agreeing, total, what = agreement
+    say(f"int8 {what} agree with float32 on {agreeing} of {total} calibration texts "
+        f"({100 * agreeing / total:.1f}%)")
 
 
 def _size(path):
@@ -89,15 +183,29 @@ def run(args):
     except ValueError as e:
         raise UserError(str(e)) from None
     # What the command reads: the run folder (config, vocabulary) and the model in it.
-    claim_output(args.output, args.overwrite, inputs=(args.model, run_directory_of(args.model)))
+    claim_output(args.output, args.overwrite, inputs=(
+        args.model, run_directory_of(args.model), *filter(None, [args.calibration])))
     if "tflite" not in args.format and args.tflite_variants != ["float32"]:
         raise UserError("--tflite-variants needs --format tflite")
+    int8 = "int8" in args.tflite_variants and "tflite" in args.format
+    if int8 and args.calibration is None:
+        raise UserError("--tflite-variants int8 needs --calibration FILE: texts like those "
+                        "the app will serve, one a line, to set the int8 activation scales")
+    if args.calibration is not None and not int8:
+        raise UserError("--calibration is used only with --tflite-variants int8")
+    if int8:
+        check_calibration(args.calibration)
     model, task, preprocessor = load_finetuned(args.model)
+    calibration = (read_calibration(args.calibration, text_inputs(model, task, preprocessor))
+                   if int8 else None)
     # The folder appears, or replaces the old one, only once every export in it is written.
     with replaced_when_complete(args.output) as partial:
         os.makedirs(partial)
         sizes = export(model, task, preprocessor, partial, args.format, args.tflite_variants,
-                       args.name, limits)
+                       args.name, limits, calibration)
+        if int8:
+            _report_int8_agreement(partial, args.tflite_variants, model, preprocessor, task,
+                                   calibration, limits)
     for path, size in sizes.items():
         say(f"{size / 1e6:8.2f} MB  {os.path.join(args.output, os.path.relpath(path, partial))}")
     print(args.output)

@@ -42,8 +42,9 @@ def _json_ready(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _export_requests(path, names):
-    """One dict of input name -> value per input line."""
+def export_requests(path, names):
+    """One dict of input name -> value per input line: tab-separated fields in the order of
+    `names`, or JSON lines keyed by them."""
     requests = []
     for number, line in enumerate(read_lines(path), start=1):
         if line.lstrip().startswith("{"):
@@ -76,7 +77,7 @@ def _saved_model_answers(path, input_path, batch_size):
         raise UserError(str(e)) from None
     specs = function.structured_input_signature[1]
     names = [name for name in EXPORT_INPUTS if name in specs]
-    requests = _export_requests(input_path, names)
+    requests = export_requests(input_path, names)
     for start in progress(range(0, len(requests), batch_size), title="predicting"):
         batch = requests[start:start + batch_size]
         try:
@@ -115,7 +116,7 @@ def load_tflite(path):
 def _tflite_answers(path, input_path):
     runner, names = load_tflite(path)
     # The interpreter answers one text (one row) per call, as on a phone.
-    for request in progress(_export_requests(input_path, names), title="predicting"):
+    for request in progress(export_requests(input_path, names), title="predicting"):
         outputs = runner(**{name: np.array([request[name]], dtype=object) for name in names})
         answer = {name: _json_ready(value[0]) for name, value in outputs.items()}
         yield dict(sorted(_cut_from_text(request, answer).items()))
@@ -147,10 +148,11 @@ def answers(args):
     return task.predict(model, data, preprocessor, args.batch_size)
 
 
-def check_input_text(path):
+def check_input_text(path, command="predict", purpose="nothing to predict"):
     """Checks that the input (a file, or stdin when `path` is None) is UTF-8 text with
     something in it; stdin, read whole, is put back as a text stream for the readers.
-    TensorFlow and LiteRT would otherwise fail deep inside on such input."""
+    TensorFlow and LiteRT would otherwise fail deep inside on such input. `command` and
+    `purpose` word the errors for the command that reads it."""
     name = path or "standard input"
     if path is None:
         stdin = sys.stdin
@@ -163,11 +165,12 @@ def check_input_text(path):
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise UserError(f"{name} is not UTF-8 text (line {line}: byte "
-                        f"{data[e.start]:#04x}); predict reads text") from None
+                        f"{data[e.start]:#04x}); {command} reads text") from None
     if "\0" in text:
-        raise UserError(f"{name} is a binary file (it holds NUL bytes); predict reads text")
+        raise UserError(f"{name} is a binary file (it holds NUL bytes); {command} reads "
+                        "text")
     if not text.strip():
-        raise UserError(f"{name} is empty: nothing to predict")
+        raise UserError(f"{name} is empty: {purpose}")
     if path is None:
         sys.stdin = io.StringIO(text)
 
