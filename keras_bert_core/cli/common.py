@@ -1,5 +1,7 @@
-"""What the subcommands share: common options, and turning them into vocabularies, encoders,
-strategies and progress reports. TensorFlow is imported inside the functions that need it."""
+"""What the subcommands share: common options, the option objects parsed arguments become
+(`ModelOptions`, `TrainingOptions`), and turning them into vocabularies, encoders, strategies
+and progress reports. TensorFlow is imported inside the functions that need it, so that
+`kbc --help` answers without starting it."""
 
 import argparse
 import contextlib
@@ -24,6 +26,50 @@ def add_vocab_options(parser, seq_length, vocab_help="the WordPiece vocab.txt"):
                        help="tokens per sequence, [CLS] and [SEP] included")
     group.add_argument("--cased", action="store_true",
                        help="keep case and accents (a cased vocabulary); default: uncased")
+
+
+class _Options:
+    @classmethod
+    def from_args(cls, args):
+        """The options of parsed `kbc` arguments, which hold one attribute per field."""
+        return cls(**{field.name: getattr(args, field.name) for field in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions(_Options):
+    """A model built from scratch or loaded for training (`add_model_options`), and the
+    sequence length it must take (`--seq-length`).
+
+    Example:
+    >>> ModelOptions(seq_length=128).preset
+    'tiny'
+    """
+
+    seq_length: int
+    preset: str = "tiny"
+    config: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingOptions(_Options):
+    """How to train (`add_training_options`, less the batch size, which the data takes).
+
+    Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_training_options(parser, batch_size=32, learning_rate=5e-5)
+    >>> TrainingOptions.from_args(parser.parse_args(["--xla"]))
+    TrainingOptions(learning_rate=5e-05, warmup_fraction=0.1, seed=0, strategy='default', \
+tpu_address=None, mixed_precision=None, xla=True)
+    """
+
+    learning_rate: float
+    warmup_fraction: float = 0.1
+    seed: int = 0
+    strategy: str = "default"
+    tpu_address: str | None = None
+    mixed_precision: str | None = None
+    xla: bool = False
 
 
 def add_model_options(parser):
@@ -158,33 +204,33 @@ def check_fits(config, vocab, vocab_path, seq_length, source):
                         f"{config.max_position_embeddings} of {source}")
 
 
-def new_config(args, vocab_size):
-    """The `BertConfig` of a model built from scratch: `--config` or `--preset`; a new model's
-    `vocab_size` is always the vocabulary's."""
-    if not args.config:
-        return BertConfig.preset(args.preset, vocab_size=vocab_size)
+def new_config(options, vocab_size):
+    """The `BertConfig` of a model built from scratch (`ModelOptions`): `--config` or
+    `--preset`; a new model's `vocab_size` is always the vocabulary's."""
+    if not options.config:
+        return BertConfig.preset(options.preset, vocab_size=vocab_size)
     try:
-        config = BertConfig.from_json(args.config)
+        config = BertConfig.from_json(options.config)
     except ValueError as e:
         raise UserError(str(e)) from None
     return dataclasses.replace(config, vocab_size=vocab_size)
 
 
-def build_encoder(args, vocab, vocab_path, checkpoint=None):
+def build_encoder(options, vocab, vocab_path, checkpoint=None):
     """`(encoder, source)`: loaded from `checkpoint` (any supported format or a `kbc` run),
-    else new from `--config`/`--preset`, checked against the vocabulary and
-    `--seq-length`."""
+    else new from `options` (`ModelOptions`: `--config`/`--preset`), checked against the
+    vocabulary and `--seq-length`."""
     from keras_bert_core.checkpoints import load_checkpoint
     from keras_bert_core.models import BertEncoder
 
     if checkpoint:
         source = model_path(checkpoint)
         encoder, config = load_checkpoint(source)
-        check_fits(config, vocab, vocab_path, args.seq_length, source)
+        check_fits(config, vocab, vocab_path, options.seq_length, source)
         return under_global_dtype_policy(encoder), source
-    source = f"--config {args.config}" if args.config else f"--preset {args.preset}"
-    config = new_config(args, len(vocab))
-    check_fits(config, vocab, vocab_path, args.seq_length, source)
+    source = f"--config {options.config}" if options.config else f"--preset {options.preset}"
+    config = new_config(options, len(vocab))
+    check_fits(config, vocab, vocab_path, options.seq_length, source)
     return BertEncoder(config), source
 
 
@@ -203,33 +249,35 @@ def under_global_dtype_policy(encoder):
     return rebuilt
 
 
-def training_strategy(args):
-    """The `--strategy` strategy. Make it first: a multi-worker strategy must exist before any
-    TensorFlow op runs, reading the data included."""
+def training_strategy(options, run_dir=None):
+    """The `--strategy` strategy of `options` (`TrainingOptions`); `run_dir` is `--run-dir`.
+    Make it first: a multi-worker strategy must exist before any TensorFlow op runs, reading
+    the data included."""
     from keras_bert_core.training import distribution_strategy
 
-    if args.strategy == "multi_worker" and not args.run_dir:
+    if options.strategy == "multi_worker" and not run_dir:
         # A default run directory is named by the clock, which differs between workers.
         raise UserError("--strategy multi_worker needs --run-dir: the same folder on every "
                         "worker, on storage they all see")
     try:
-        return distribution_strategy(args.strategy, tpu_address=args.tpu_address)
+        return distribution_strategy(options.strategy, tpu_address=options.tpu_address)
     except (ValueError, RuntimeError) as e:
         raise UserError(str(e)) from None
 
 
 @contextlib.contextmanager
-def training_scope(args, strategy):
-    """Seeds, then enters `strategy`'s scope under the `--mixed-precision` policy.
+def training_scope(options, strategy):
+    """Seeds, then enters `strategy`'s scope under the `--mixed-precision` policy of `options`
+    (`TrainingOptions`).
 
     Build models and optimizers inside.
     """
     import keras
 
-    keras.utils.set_random_seed(args.seed)
+    keras.utils.set_random_seed(options.seed)
     previous = keras.config.dtype_policy()
-    if args.mixed_precision:
-        keras.config.set_dtype_policy(f"mixed_{args.mixed_precision}")
+    if options.mixed_precision:
+        keras.config.set_dtype_policy(f"mixed_{options.mixed_precision}")
     try:
         with strategy.scope():
             yield strategy
@@ -237,11 +285,11 @@ def training_scope(args, strategy):
         keras.config.set_dtype_policy(previous)
 
 
-def compile_for_training(model, args, num_train_steps):
+def compile_for_training(model, options, num_train_steps):
     """Compiles a task model with its default loss and BERT's AdamW on a warmup + linear
-    decay schedule over `num_train_steps`, with XLA if `--xla`."""
+    decay schedule over `num_train_steps`, with XLA if `--xla` (`options`: `TrainingOptions`)."""
     from keras_bert_core.training import create_optimizer
 
-    warmup = int(args.warmup_fraction * num_train_steps)
-    model.compile(optimizer=create_optimizer(args.learning_rate, num_train_steps, warmup),
-                  jit_compile=True if args.xla else "auto")
+    warmup = int(options.warmup_fraction * num_train_steps)
+    model.compile(optimizer=create_optimizer(options.learning_rate, num_train_steps, warmup),
+                  jit_compile=True if options.xla else "auto")

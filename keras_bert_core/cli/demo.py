@@ -13,7 +13,6 @@ folder holds `pretrain/` and `finetune/` runs that `kbc predict` and `kbc evalua
 plus `export/`, `summary.json` and the curves `pretraining.png`, `finetuning.png`.
 """
 
-import argparse
 import collections
 import os
 import shutil
@@ -22,8 +21,24 @@ import time
 
 import numpy as np
 
-from keras_bert_core.cli.common import VOCAB_FILE, progress, say, stage
+from keras_bert_core.cli import pretrain
+from keras_bert_core.cli.common import (
+    VOCAB_FILE,
+    TrainingOptions,
+    compile_for_training,
+    progress,
+    say,
+    stage,
+    training_scope,
+    training_strategy,
+)
+from keras_bert_core.cli.export import export, tflite_file
+from keras_bert_core.cli.finetune import finetune
+from keras_bert_core.cli.predict import load_tflite
 from keras_bert_core.cli.run_dir import CURVES_FILE, RunDirectory, default_run_dir
+from keras_bert_core.cli.tasks import Classify
+from keras_bert_core.cli.vocab import learn_vocab
+from keras_bert_core.config import BertConfig
 
 # Sizes of a full run (under 10 minutes on 2 CPU cores) and of --quick (a smoke test).
 PROFILES = {
@@ -52,13 +67,6 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=0, help="random seed")
 
 
-def _training_args(args, learning_rate):
-    """The options the shared training helpers read."""
-    return argparse.Namespace(
-        command="demo", seed=args.seed, strategy="default", tpu_address=None,
-        mixed_precision=None, xla=False, learning_rate=learning_rate, warmup_fraction=0.1)
-
-
 def _topic_data(examples, limit, rng):
     from keras_bert_core.text.stdlib_corpus import TOPICS
     from keras_bert_core.text.task_data import TextClassificationData
@@ -84,18 +92,11 @@ def _corpus(run):
 
 
 def _pretrain(run, args, size, corpus, vocab):
-    from keras_bert_core.cli import pretrain
-    from keras_bert_core.cli.common import (
-        compile_for_training,
-        training_scope,
-        training_strategy,
-    )
-    from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
     from keras_bert_core.models.pretrainer import BertPretrainer
     from keras_bert_core.text import BertTokenizer
 
-    options = _training_args(args, learning_rate=1e-3)  # a tiny model learns fast
+    options = TrainingOptions(learning_rate=1e-3, seed=args.seed)  # a tiny model learns fast
     config = BertConfig.preset("tiny", vocab_size=len(vocab),
                                max_position_embeddings=args.seq_length)
     dataset = pretrain.pretraining_data(
@@ -122,16 +123,9 @@ def _pretrain(run, args, size, corpus, vocab):
 
 
 def _finetune(run, args, size, encoder, vocab, train, held_out):
-    from keras_bert_core.cli.common import (
-        compile_for_training,
-        training_scope,
-        training_strategy,
-    )
-    from keras_bert_core.cli.finetune import finetune
-    from keras_bert_core.cli.tasks import Classify
     from keras_bert_core.text import BertPreprocessor
 
-    options = _training_args(args, learning_rate=5e-4)
+    options = TrainingOptions(learning_rate=5e-4, seed=args.seed)
     task = Classify({"seq_length": args.seq_length, "lower_case": True})
     task.learn_labels(train)
     preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length)
@@ -185,8 +179,6 @@ def _agreement(reference, probabilities):
 def _check_exports(model, preprocessor, held_out, paths, batch_size, latency_texts):
     """Agreement of the exports with the Keras model on the held-out texts, and latency."""
     import tensorflow as tf
-
-    from keras_bert_core.cli.predict import load_tflite
 
     texts = held_out.texts
     logits = model.predict(preprocessor(texts), batch_size=batch_size, verbose=0)
@@ -249,8 +241,6 @@ def summary_table(summary):
 
 
 def run(args):
-    from keras_bert_core.cli.export import export, tflite_file
-    from keras_bert_core.cli.vocab import learn_vocab
     from keras_bert_core.text.stdlib_corpus import topic_examples
 
     start = time.perf_counter()

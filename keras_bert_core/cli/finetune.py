@@ -2,6 +2,8 @@
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
+    ModelOptions,
+    TrainingOptions,
     add_model_options,
     add_run_options,
     add_training_options,
@@ -117,7 +119,8 @@ def run(args):
         args, saved = resumed_arguments(args)
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
-    strategy = training_strategy(args)
+    training = TrainingOptions.from_args(args)
+    strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")
     inputs = [args.train, args.validation, args.vocab, args.checkpoint, args.config]
     if not args.resume:
@@ -135,13 +138,14 @@ def run(args):
     if steps_per_epoch == 0:
         raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
                         f"{args.batch_size}")
-    with training_scope(args, strategy):
+    with training_scope(training, strategy):
         if saved:  # the weights come from the run's backup
             encoder, source = BertEncoder(BertConfig.from_dict(saved["model_config"])), path
         else:
-            encoder, source = build_encoder(args, vocab, vocab_path, args.checkpoint)
+            encoder, source = build_encoder(ModelOptions.from_args(args), vocab, vocab_path,
+                                            args.checkpoint)
         model = task.build_model(encoder)
-        compile_for_training(model, args, args.epochs * steps_per_epoch)
+        compile_for_training(model, training, args.epochs * steps_per_epoch)
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
     if args.resume:
         run_dir = RunDirectory(path, strategy)

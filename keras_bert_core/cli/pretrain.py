@@ -3,6 +3,8 @@ or TFRecords."""
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
+    ModelOptions,
+    TrainingOptions,
     add_model_options,
     add_run_options,
     add_training_options,
@@ -114,7 +116,8 @@ def run(args):
         args, saved = resumed_arguments(args, older_defaults={"next_sentence": True})
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
-    strategy = training_strategy(args)
+    training = TrainingOptions.from_args(args)
+    strategy = training_strategy(training, args.run_dir)
     run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
     inputs = [*args.inputs, args.vocab, args.checkpoint, args.config]
     if not args.resume:
@@ -126,7 +129,7 @@ def run(args):
     dataset = pretraining_data(args.inputs, tokenizer, args.seq_length, args.batch_size,
                                max_predictions, args.whole_word_masking, args.seed,
                                args.next_sentence)
-    with training_scope(args, strategy):
+    with training_scope(training, strategy):
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))
         elif args.checkpoint:
@@ -135,14 +138,14 @@ def run(args):
             check_fits(config, vocab, vocab_path, args.seq_length, source)
             encoder = under_global_dtype_policy(loaded.encoder)
         else:
-            encoder = build_encoder(args, vocab, vocab_path)[0]
+            encoder = build_encoder(ModelOptions.from_args(args), vocab, vocab_path)[0]
         pretrainer = BertPretrainer(encoder, next_sentence=args.next_sentence)
         if args.checkpoint:  # (None when resuming)
             # A next-sentence head continuing a masked-LM-only checkpoint has none.
             missing = load_head_weights(pretrainer, loaded.get_head_weights())
             if missing:
                 say(f"{source}: no pretrained weights for {missing}; they start from scratch")
-        compile_for_training(pretrainer, args, args.epochs * args.steps_per_epoch)
+        compile_for_training(pretrainer, training, args.epochs * args.steps_per_epoch)
     if not args.resume:
         run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy, inputs)
         run_dir.write_config(args, pretrainer.encoder.config)

@@ -12,6 +12,8 @@ import sys
 import numpy as np
 
 from keras_bert_core.cli import UserError
+from keras_bert_core.cli.common import MODEL_FILE, VOCAB_FILE, model_path, run_directory_of
+from keras_bert_core.cli.run_dir import RunDirectory
 
 # Task options and their defaults; `evaluate` and `predict` default to the training run's.
 DATA_OPTIONS = {
@@ -379,8 +381,6 @@ def load_tfds(task, name, split, data_dir=None):
 def load_finetuned(path):
     """`(model, task, preprocessor)` of a `kbc finetune` run, given its folder or model."""
     from keras_bert_core.checkpoints.keras_file import load_model
-    from keras_bert_core.cli.common import MODEL_FILE, VOCAB_FILE, model_path, run_directory_of
-    from keras_bert_core.cli.run_dir import RunDirectory
     from keras_bert_core.text import BertPreprocessor
 
     folder = run_directory_of(path)
