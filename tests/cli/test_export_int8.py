@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from keras_bert_core.text.op_allowlists import tflite_op_types, unsupported_tflite_ops
+from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from tests.cli.conftest import DATA
 from tests.cli.test_deployment_errors import kbc_process
 from tests.cli.test_errors import assert_user_error

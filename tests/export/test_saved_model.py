@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_core.export import export_saved_model, read_warmup_requests, saved_model_op_types
+from keras_bert_core.export.op_allowlists import unsupported_tf_serving_ops
 from keras_bert_core.export.warmup import WARMUP_FILE
-from keras_bert_core.text.op_allowlists import unsupported_tf_serving_ops
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from tests.export.helpers import (
     LABEL_NAMES,

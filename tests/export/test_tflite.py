@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_core.export import export_saved_model, export_tflite
-from keras_bert_core.text.op_allowlists import (
+from keras_bert_core.export.op_allowlists import (
     TFLITE_CUSTOM_OPS,
     tflite_op_types,
     unsupported_tflite_ops,

@@ -1,23 +1,19 @@
 """Exported preprocessing graphs hold only allowlisted ops; the TFLite model runs in LiteRT."""
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_core.text import (
-    BertPreprocessor,
-    BertTokenizer,
+from keras_bert_core.export.op_allowlists import (
     graph_op_types,
     tflite_op_types,
     unsupported_tf_serving_ops,
     unsupported_tflite_ops,
 )
+from keras_bert_core.text import BertPreprocessor, BertTokenizer
+from tests.text.fuzz_texts import tokenizer_corpus
 
-CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
 STRINGS = tf.TensorSpec([None], tf.string)
 # The ops of a graph do not depend on the vocabulary's size.
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
@@ -25,8 +21,7 @@ TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick"
 
 @pytest.fixture(scope="module")
 def corpus():
-    with open(CORPUS, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+    return tokenizer_corpus()
 
 
 def traced(function, *specs):
