@@ -1,0 +1,438 @@
+"""Byte-level BPE tokenization (RoBERTa, GPT-2) inside the TensorFlow graph.
+
+The layer reproduces Hugging Face ``tokenizers`` set up as RoBERTa's ``tokenizer.json`` has
+it: a ``ByteLevel`` pre-tokenizer (GPT-2 regex, ``add_prefix_space=False``), a ``BPE`` model
+without dropout, and ``RobertaProcessing`` with ``trim_offsets=True`` (which only moves
+offsets). Three steps, all TensorFlow core ops plus tf.text's ``RegexSplitWithOffsets``:
+
+1. Pre-tokenization. GPT-2 splits with
+   ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``.
+   RE2, the regex engine of TensorFlow, has no lookahead. ``\\s+(?!\\S)`` only matters in a
+   run of two or more whitespace characters followed by a non-space: the run less its last
+   character is one word, and the last character starts the next match (a space joins the
+   word after it: ``"  's"`` is ``" ", " '", "s"``). So a first split finds those runs and
+   cuts the text before their last character; the GPT-2 regex, with plain ``\\s+``, then
+   splits each piece. The character classes are written out so that RE2 matches what
+   ``tokenizers`` (Oniguruma) matches: ``\\s`` is Unicode's White_Space, and letters and
+   digits assigned in Unicode 16, which RE2's tables lack, are listed.
+2. Byte-pair merges. Words are deduplicated (a batch repeats most of its words), read as
+   bytes, and each byte becomes the id of its GPT-2 byte symbol (the printable byte itself,
+   or a character from U+0100 up for the others). A ``tf.while_loop`` then merges, in every
+   word at once, all occurrences of the word's lowest-ranked pair (ranks from a hash table
+   keyed by the two ids; in a run of equal symbols, pairs from the left without overlap),
+   and sets aside words with no pair left, until none remain. This is the reference's
+   order (lowest rank first, leftmost first) for merge lists in which a merged symbol only
+   pairs at a higher rank than the merge that made it, as every trained list does.
+3. Offsets. Each token covers its own bytes of the input, less its leading and trailing
+   spaces (``trim_offsets``; a token of spaces only becomes an empty span at its end).
+
+Offsets count bytes of the UTF-8 input, where the reference counts characters: its span of a
+token is the span of the characters that hold the token's bytes (a token that holds only
+some bytes of a character gets that whole character there, exactly its own bytes here).
+
+Special tokens (``<s>``, ``</s>``, ``<pad>``, ``<mask>``, ``<unk>``) are never produced from
+text: ``"<s>"`` in a text is tokenized as its characters (the reference with
+``split_special_tokens=True``). Byte-level BPE has no unknown input: every byte has a symbol.
+"""
+
+import json
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+# Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
+# is ASCII only.
+_WHITESPACE = r"\t\n\x0b\f\r \x{85}\p{Z}"
+# Letters and digits of Unicode 16 that RE2's tables in TensorFlow lack (found by comparing
+# every code point with the reference; tests/text/test_bpe_tokenizer.py keeps that check).
+_NEWER_LETTERS = (
+    r"\x{1c89}-\x{1c8a}\x{a7cb}-\x{a7cd}\x{a7da}-\x{a7dc}\x{105c0}-\x{105f3}\x{10d4a}-\x{10d65}"
+    r"\x{10d6f}-\x{10d85}\x{10ec2}-\x{10ec4}\x{11380}-\x{11389}\x{1138b}\x{1138e}"
+    r"\x{11390}-\x{113b5}\x{113b7}\x{113d1}\x{113d3}\x{11bc0}-\x{11be0}\x{13460}-\x{143fa}"
+    r"\x{16100}-\x{1611d}\x{16d40}-\x{16d6c}\x{18cff}\x{1e5d0}-\x{1e5ed}\x{1e5f0}"
+    r"\x{2ebf0}-\x{2ee5d}"
+)
+_NEWER_NUMBERS = (
+    r"\x{10d40}-\x{10d49}\x{116d0}-\x{116e3}\x{11bf0}-\x{11bf9}\x{16130}-\x{16139}"
+    r"\x{16d70}-\x{16d79}\x{1ccf0}-\x{1ccf9}\x{1e5f1}-\x{1e5fa}"
+)
+_LETTER = r"\p{L}" + _NEWER_LETTERS
+_NUMBER = r"\p{N}" + _NEWER_NUMBERS
+# GPT-2's pattern with `\s+(?!\S)|\s+` as `\s+`: pieces never hold the runs it differs on.
+GPT2_PRETOKEN_PATTERN = (
+    r"'s|'t|'re|'ve|'m|'ll|'d"
+    rf"| ?[{_LETTER}]+| ?[{_NUMBER}]+| ?[^{_WHITESPACE}{_LETTER}{_NUMBER}]+|[{_WHITESPACE}]+"
+)
+# Runs where `\s+(?!\S)` gives back the last character.
+_WHITESPACE_RUN = rf"[{_WHITESPACE}]{{2,}}"
+# The rank of a pair that no merge joins.
+_NO_MERGE = 2**31 - 1
+SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+
+
+def bytes_to_unicode():
+    """GPT-2's byte symbols: the character that stands for each byte value in a vocabulary.
+
+    Printable Latin-1 bytes stand for themselves; the others (control characters, space,
+    DEL, NBSP, soft hyphen) take the characters from U+0100 up, in byte order.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    symbols = {}
+    shifted = 0
+    for byte in range(256):
+        if byte in printable:
+            symbols[byte] = chr(byte)
+        else:
+            symbols[byte] = chr(256 + shifted)
+            shifted += 1
+    return symbols
+
+
+def load_bpe_vocabulary(vocabulary):
+    """A `{token: id}` dict from a `vocab.json` path or a dict."""
+    if isinstance(vocabulary, dict):
+        vocab = dict(vocabulary)
+    else:
+        with tf.io.gfile.GFile(str(vocabulary), "r") as f:
+            vocab = json.load(f)
+    if not vocab or not all(isinstance(t, str) and isinstance(i, int) and i >= 0
+                            for t, i in vocab.items()):
+        raise ValueError("The vocabulary must map tokens (strings) to ids (integers >= 0).")
+    return {token: int(i) for token, i in vocab.items()}
+
+
+def load_bpe_merges(merges):
+    """The merges in rank order, as `"left right"` strings, from a `merges.txt` path or a
+    list of strings or pairs. A `#version` line is skipped, as blank lines are."""
+    if isinstance(merges, (list, tuple)):
+        lines = [m if isinstance(m, str) else " ".join(m) for m in merges]
+    else:
+        with tf.io.gfile.GFile(str(merges), "r") as f:
+            lines = f.read().split("\n")
+    lines = [line.rstrip("\r") for line in lines]
+    lines = [line for line in lines if line and not line.startswith("#version")]
+    for rank, line in enumerate(lines):
+        if len(line.split(" ")) != 2:
+            raise ValueError(f"Merge {rank} is not two symbols separated by one space: {line!r}")
+    return lines
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class BytePairTokenizer(keras.layers.Layer):
+    """Byte-level BPE tokenizer (RoBERTa, GPT-2) that runs inside the TensorFlow graph.
+
+    Strings go in, token ids come out, with the ids of Hugging Face `tokenizers` set up as
+    RoBERTa's (`ByteLevel` pre-tokenizer without prefix space, `BPE` model): in a `tf.data`
+    pipeline, in a `tf.function` and in an exported SavedModel for TF Serving (TensorFlow
+    core ops and tf.text's `RegexSplitWithOffsets`). Special tokens are never produced from
+    text; add them with a packer.
+
+    Args:
+        vocabulary: path to a `vocab.json` (token -> id) or a dict. Every one of the 256
+            byte symbols must be in it, and every merge's two symbols and their join.
+        merges: path to a `merges.txt` (one `"left right"` pair per line, highest priority
+            first) or a list of such strings. The config stores both in memory.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Example:
+    >>> symbols = bytes_to_unicode()
+    >>> vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}
+    >>> vocab.update({symbols[b]: 5 + b for b in range(256)})
+    >>> merges = ["Ġ t", "h e", "Ġt he", "o w", "Ġ n", "Ġn ow"]
+    >>> for merge in merges:
+    ...     vocab[merge.replace(" ", "")] = len(vocab)
+    >>> tokenizer = BytePairTokenizer(vocab, merges)
+    >>> [tokenizer.id_to_token(i) for i in tokenizer("Now the  now")]
+    ['N', 'ow', 'Ġthe', 'Ġ', 'Ġnow']
+    >>> ids, starts, ends = tokenizer.tokenize_with_offsets(["Now the  now", ""])
+    >>> ids.to_list(), starts.to_list(), ends.to_list()
+    ([[83, 264, 263, 37, 266], []], [[0, 1, 4, 8, 9], []], [[1, 3, 7, 8, 12], []])
+    >>> tokenizer.detokenize(ids).numpy().tolist()
+    [b'Now the  now', b'']
+    """
+
+    def __init__(self, vocabulary, merges, **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        # Strings go in as they are (Keras would cast inputs to the layer dtype).
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.vocabulary = load_bpe_vocabulary(vocabulary)
+        self.merges = load_bpe_merges(merges)
+        self._tokens = {i: token for token, i in self.vocabulary.items()}
+        num_ids = max(self.vocabulary.values()) + 1
+        symbols = bytes_to_unicode()
+        missing = [s for s in symbols.values() if s not in self.vocabulary]
+        if missing:
+            raise ValueError(f"The vocabulary lacks {len(missing)} of the 256 byte symbols, "
+                             f"e.g. {missing[:5]}: it is not a byte-level BPE vocabulary.")
+        byte_of = {s: b for b, s in symbols.items()}
+        # A token's bytes: special tokens (not made of byte symbols) as their UTF-8.
+        token_bytes = [b""] * num_ids
+        for token, i in self.vocabulary.items():
+            if all(c in byte_of for c in token):
+                token_bytes[i] = bytes(byte_of[c] for c in token)
+            else:
+                token_bytes[i] = token.encode("utf-8")
+        # Pair (left id, right id) -> rank; a pair listed twice keeps its last rank, as in
+        # the reference.
+        ranks = {}
+        merged_ids = []
+        for rank, merge in enumerate(self.merges):
+            left, right = merge.split(" ")
+            for token in (left, right, left + right):
+                if token not in self.vocabulary:
+                    raise ValueError(f"Merge {rank} ({merge!r}) needs {token!r}, which is not "
+                                     "in the vocabulary.")
+            ranks[self.vocabulary[left] * num_ids + self.vocabulary[right]] = rank
+            merged_ids.append(self.vocabulary[left + right])
+        self._num_ids = num_ids
+        # Created eagerly even when the layer is built inside a tf.function.
+        with tf.init_scope():
+            self._byte_ids = tf.constant([self.vocabulary[symbols[b]] for b in range(256)],
+                                         tf.int32)
+            self._merged_ids = tf.constant(merged_ids or [0], tf.int32)
+            self._merge_ranks = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(list(ranks), tf.int64),
+                    tf.constant(list(ranks.values()), tf.int32),
+                ),
+                default_value=_NO_MERGE,
+            )
+            self._token_bytes = tf.constant(token_bytes, tf.string)
+            self._token_lengths = tf.constant([len(b) for b in token_bytes], tf.int64)
+            self._leading_spaces = tf.constant(
+                [len(b) - len(b.lstrip(b" ")) for b in token_bytes], tf.int64)
+            self._trailing_spaces = tf.constant(
+                [len(b) - len(b.rstrip(b" ")) for b in token_bytes], tf.int64)
+        self.built = True
+
+    # Vocabulary lookups (Python side).
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def token_to_id(self, token):
+        if token not in self.vocabulary:
+            raise KeyError(f"Token {token!r} is not in the vocabulary.")
+        return self.vocabulary[token]
+
+    def id_to_token(self, token_id):
+        token_id = int(token_id)
+        if token_id not in self._tokens:
+            raise KeyError(f"Id {token_id} is not in the vocabulary.")
+        return self._tokens[token_id]
+
+    @property
+    def cls_id(self):
+        """Id of `<s>`, which starts a sequence (BERT's `[CLS]`)."""
+        return self.token_to_id("<s>")
+
+    @property
+    def sep_id(self):
+        """Id of `</s>`, which ends a segment (BERT's `[SEP]`)."""
+        return self.token_to_id("</s>")
+
+    @property
+    def pad_id(self):
+        return self.token_to_id("<pad>")
+
+    @property
+    def mask_id(self):
+        return self.token_to_id("<mask>")
+
+    @property
+    def unk_id(self):
+        return self.token_to_id("<unk>")
+
+    def call(self, inputs):
+        """Tokenizes strings.
+
+        Args:
+            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
+
+        Returns:
+            int32 `tf.RaggedTensor` [batch, (tokens)] for a batch, or an int32 `tf.Tensor`
+            [tokens] for a single string.
+        """
+        text, single = _as_batch(inputs)
+        ids = self._tokenize(text, with_offsets=False)[0]
+        _keep_static_batch_size(ids, text)
+        return ids[0] if single else ids
+
+    def tokenize_with_offsets(self, inputs):
+        """Tokenizes strings and locates every token in its input string.
+
+        Args:
+            inputs: a list of strings or a 1-D string tensor.
+
+        Returns:
+            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (tokens)] tensors of
+            int32, int64, int64. `inputs[i][start:end]` (in bytes) are the token's bytes
+            without its leading and trailing spaces (RoBERTa's `trim_offsets`).
+        """
+        text, single = _as_batch(inputs)
+        if single:
+            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
+        outputs = self._tokenize(text, with_offsets=True)
+        for x in outputs:
+            _keep_static_batch_size(x, text)
+        return outputs
+
+    def detokenize(self, token_ids):
+        """Joins the bytes of the tokens: the input text back, for ids of this tokenizer.
+
+        Args:
+            token_ids: int ragged [batch, (tokens)] or dense [batch, tokens] ids (a dense
+                batch keeps its padding tokens), or a 1-D tensor of one text's ids.
+
+        Returns:
+            string tensor [batch] (or a scalar for 1-D ids) of the joined bytes; special
+            tokens are spelled out.
+        """
+        token_ids = tf.convert_to_tensor(token_ids) if not isinstance(
+            token_ids, tf.RaggedTensor) else token_ids
+        return tf.strings.reduce_join(tf.gather(self._token_bytes, token_ids), axis=-1)
+
+    def _tokenize(self, text, with_offsets):
+        word_starts, word_ends = self._pretokenize(text)
+        # The words' bytes, taken from the input by their offsets (string ops stop at a NUL
+        # byte; these do not), spelled as UTF-8 (one character per byte) to compare them.
+        text_bytes = tf.strings.unicode_decode(text, "ISO-8859-1")
+        base = tf.gather(text_bytes.row_splits, word_starts.value_rowids())
+        word_bytes = tf.gather(text_bytes.flat_values, tf.ragged.range(
+            base + word_starts.flat_values, base + word_ends.flat_values))
+        # Each distinct word is merged once.
+        distinct, index = tf.unique(tf.strings.unicode_encode(word_bytes, "UTF-8"),
+                                    out_idx=tf.int32)
+        tokens_of_distinct = self._byte_pair_merge(distinct)
+        word_tokens = tf.gather(tokens_of_distinct, index)
+        ids = tf.RaggedTensor.from_row_splits(word_tokens, word_starts.row_splits,
+                                              validate=False).merge_dims(1, 2)
+        if not with_offsets:
+            return (ids,)
+        token_ids = word_tokens.flat_values
+        lengths = tf.gather(self._token_lengths, token_ids)
+        ends_in_words = tf.cumsum(lengths)
+        # Bytes of earlier words' tokens, to subtract: the total just before each word.
+        before_word = tf.gather(tf.pad(ends_in_words, [[1, 0]]), word_tokens.row_splits[:-1])
+        token_word = word_tokens.value_rowids()
+        ends = ends_in_words - tf.gather(before_word, token_word) + tf.gather(
+            word_starts.flat_values, token_word)
+        starts = ends - lengths
+        # trim_offsets: leading, then trailing spaces leave the span.
+        starts = tf.minimum(starts + tf.gather(self._leading_spaces, token_ids), ends)
+        ends = tf.maximum(ends - tf.gather(self._trailing_spaces, token_ids), starts)
+        return ids, ids.with_flat_values(starts), ids.with_flat_values(ends)
+
+    def _pretokenize(self, text):
+        """Byte starts and ends (ragged [batch, (words)], int64) of the words of GPT-2's
+        pre-tokenization."""
+        # tf.text's regex split stops at a NUL byte: split a copy where NUL is U+0001, which
+        # every class treats alike (the words' bytes come from the input).
+        text = tf.strings.regex_replace(text, r"\x00", "\x01")
+        # Runs of 2+ whitespace characters, and the pieces between them (alternately).
+        pieces, starts, _ = tf_text.regex_split_with_offsets(
+            text, _WHITESPACE_RUN, _WHITESPACE_RUN)
+        flat = pieces.flat_values
+        is_run = tf.strings.regex_full_match(flat, _WHITESPACE_RUN)
+        rows = pieces.value_rowids()
+        followed = tf.concat([rows[1:] == rows[:-1], [False]], 0)
+        # A run that a piece follows gives its last character to that piece.
+        gives = is_run & followed
+        given = tf.where(gives)
+        last_char = tf.strings.substr(tf.gather_nd(flat, given), -1, 1, unit="UTF8_CHAR")
+        last_char = tf.scatter_nd(given, last_char, tf.shape(flat, out_type=tf.int64))
+        prefix = tf.concat([[""], last_char[:-1]], 0)
+        kept = tf.strings.length(flat) - tf.strings.length(last_char)
+        pieces = tf.strings.join([prefix, tf.strings.substr(flat, tf.zeros_like(kept), kept)])
+        piece_starts = starts.flat_values - tf.cast(tf.strings.length(prefix), tf.int64)
+        _, word_starts, word_ends = tf_text.regex_split_with_offsets(
+            pieces, GPT2_PRETOKEN_PATTERN, GPT2_PRETOKEN_PATTERN)
+        shift = tf.expand_dims(piece_starts, 1)
+
+        def by_text(offsets_in_pieces):
+            return tf.RaggedTensor.from_row_splits(
+                offsets_in_pieces + shift, starts.row_splits, validate=False).merge_dims(1, 2)
+
+        return by_text(word_starts), by_text(word_ends)
+
+    def _byte_pair_merge(self, words):
+        """Token ids (ragged [words, (tokens)], int32) of words given as 1-D strings of one
+        character per byte (U+0000 to U+00FF)."""
+        word_bytes = tf.strings.unicode_decode(words, "UTF-8")
+        num_words = tf.shape(words)[0]
+        symbols = tf.gather(self._byte_ids, word_bytes.flat_values)
+        symbol_words = tf.cast(word_bytes.value_rowids(), tf.int32)
+        num_ids = tf.constant(self._num_ids, tf.int64)
+
+        def merge_step(symbols, symbol_words, done_symbols, done_words):
+            # Words are runs of equal ids in `symbol_words`, numbered from 0 here.
+            starts_word = tf.concat([[True], symbol_words[1:] != symbol_words[:-1]], 0)
+            local_word = tf.cumsum(tf.cast(starts_word, tf.int32)) - 1
+            pair_word = local_word[:-1]
+            keys = tf.cast(symbols[:-1], tf.int64) * num_ids + tf.cast(symbols[1:], tf.int64)
+            ranks = tf.where(starts_word[1:], _NO_MERGE, self._merge_ranks.lookup(keys))
+            # Words without pairs get the dtype's maximum, _NO_MERGE.
+            best = tf.math.unsorted_segment_min(ranks, pair_word, local_word[-1] + 1)
+            candidates = (ranks == tf.gather(best, pair_word)) & (ranks < _NO_MERGE)
+            # Equal ranks are the same pair; where they overlap (a run of equal symbols)
+            # take every other one, from the left of the run.
+            position = tf.range(tf.size(ranks))
+            blocked = ~candidates
+            run = tf.cumsum(tf.cast(blocked, tf.int32))
+            run_start = tf.math.unsorted_segment_max(
+                tf.where(blocked, position, -1), run, tf.size(ranks) + 1)
+            selected = candidates & ((position - tf.gather(run_start, run)) % 2 == 1)
+            merged = tf.gather(self._merged_ids, tf.where(selected, ranks, 0))
+            new_symbols = tf.where(tf.concat([selected, [False]], 0),
+                                   tf.concat([merged, symbols[-1:]], 0), symbols)
+            absorbed = tf.concat([[False], selected], 0)
+            # Words with nothing left to merge are set aside.
+            finished = tf.gather(tf.equal(best, _NO_MERGE), local_word)
+            done_symbols = tf.concat([done_symbols, tf.boolean_mask(symbols, finished)], 0)
+            done_words = tf.concat([done_words, tf.boolean_mask(symbol_words, finished)], 0)
+            active = ~finished & ~absorbed
+            return (tf.boolean_mask(new_symbols, active),
+                    tf.boolean_mask(symbol_words, active), done_symbols, done_words)
+
+        # Not a constant of shape [0]: Grappler then folds the loop's outputs to size 0.
+        empty = symbols[:0]
+        _, _, done_symbols, done_words = tf.while_loop(
+            lambda symbols, *_: tf.size(symbols) > 0,
+            merge_step,
+            (symbols, symbol_words, empty, empty),
+            shape_invariants=(tf.TensorShape([None]),) * 4,
+        )
+        # Words leave whole and in order, so each word's tokens are contiguous: place them
+        # at their word's position in word order.
+        counts = tf.math.unsorted_segment_sum(tf.ones_like(done_words), done_words, num_words)
+        row_splits = tf.pad(tf.cumsum(counts), [[1, 0]])
+        position = tf.range(tf.size(done_words))
+        first = tf.math.unsorted_segment_min(position, done_words, num_words)
+        destination = tf.gather(row_splits, done_words) + position - tf.gather(first, done_words)
+        tokens = tf.gather(done_symbols, tf.math.invert_permutation(destination))
+        return tf.RaggedTensor.from_row_splits(tokens, tf.cast(row_splits, tf.int64),
+                                               validate=False)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
+        return config
+
+
+def _keep_static_batch_size(ragged, text):
+    """Gives `ragged` the static batch size of `text`, when known."""
+    if text.shape[0] is not None:
+        ragged.row_splits.set_shape([text.shape[0] + 1])
+
+
+def _as_batch(inputs):
+    """Returns (1-D string tensor, whether the input was a single string)."""
+    text = tf.convert_to_tensor(inputs, dtype=tf.string)
+    if text.shape.rank == 0:
+        return tf.expand_dims(text, 0), True
+    if text.shape.rank != 1:
+        raise ValueError(f"Expected a string or a 1-D batch of strings, got shape {text.shape}.")
+    return text, False
