@@ -43,12 +43,12 @@ def stdlib_texts(vocab, short_count, long_count, long_wordpieces=120):
 
     from tokenizers import BertWordPieceTokenizer
 
-    from keras_bert_core.text import stdlib_corpus
+    from keras_bert_core.cli import demo_corpus
 
-    docs = stdlib_corpus.read_docstrings()
+    docs = demo_corpus.read_docstrings()
     firsts, wholes, seen = [], [], set()
     for doc in docs:
-        sentences = stdlib_corpus.sentences(doc.text)
+        sentences = demo_corpus.sentences(doc.text)
         if sentences and sentences[0] not in seen:
             seen.add(sentences[0])
             firsts.append(sentences[0])

@@ -1,7 +1,7 @@
 """Fine-tune the real pretrained MiniLM (all-MiniLM-L6-v2) on a real text task and compare it
 with a bag-of-words logistic regression.
 
-The task is the standard library topic task (`stdlib_corpus.topic_examples`): which area of
+The task is the standard library topic task (`demo_corpus.topic_examples`): which area of
 the standard library (text, network, files, numbers, concurrency) a docstring documents. The
 held-out split holds whole modules that training never saw, so words specific to a module do
 not help; a model has to generalize from meaning.
@@ -28,7 +28,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import keras_bert_core as kbc  # noqa: E402
-from keras_bert_core.text.stdlib_corpus import TOPICS, read_docstrings, topic_examples  # noqa: E402
+from keras_bert_core.cli.demo_corpus import TOPICS, read_docstrings, topic_examples  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "minilm_finetune.json"
 _WORD = re.compile(r"[a-z0-9_]+")

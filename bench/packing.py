@@ -27,10 +27,10 @@ import common  # noqa: E402
 
 def documents(preprocessor, limit):
     """Id arrays `[CLS] sentence [SEP]` of the first `limit` docstring sentences."""
-    from keras_bert_core.text import stdlib_corpus
+    from keras_bert_core.cli import demo_corpus
 
-    sentences = [s for doc in stdlib_corpus.read_docstrings()
-                 for s in stdlib_corpus.sentences(doc.text)][:limit]
+    sentences = [s for doc in demo_corpus.read_docstrings()
+                 for s in demo_corpus.sentences(doc.text)][:limit]
     docs = []
     for i in range(0, len(sentences), 1024):
         out = preprocessor(sentences[i:i + 1024], static_shape=False)

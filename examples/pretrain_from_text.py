@@ -15,14 +15,14 @@ import os
 import tempfile
 
 import keras_bert_core as kbc
-from keras_bert_core.models.pretrainer import BertPretrainer
-from keras_bert_core.text import BertTokenizer
-from keras_bert_core.text.pretraining_data import pretraining_dataset
-from keras_bert_core.text.stdlib_corpus import (
+from keras_bert_core.cli.demo_corpus import (
     read_docstrings,
     stdlib_root,
     write_pretraining_corpus,
 )
+from keras_bert_core.models.pretrainer import BertPretrainer
+from keras_bert_core.text import BertTokenizer
+from keras_bert_core.text.pretraining_data import pretraining_dataset
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
 from keras_bert_core.training import create_optimizer, fit_resumable, training_callbacks
 

@@ -32,6 +32,12 @@ from keras_bert_core.cli.common import (
     training_scope,
     training_strategy,
 )
+from keras_bert_core.cli.demo_corpus import (
+    TOPICS,
+    read_docstrings,
+    topic_examples,
+    write_pretraining_corpus,
+)
 from keras_bert_core.cli.export import export, tflite_file
 from keras_bert_core.cli.finetune import finetune
 from keras_bert_core.cli.predict import load_tflite
@@ -68,7 +74,6 @@ def add_arguments(parser):
 
 
 def _topic_data(examples, limit, rng):
-    from keras_bert_core.text.stdlib_corpus import TOPICS
     from keras_bert_core.text.task_data import TextClassificationData
 
     if limit is not None and limit < len(examples):
@@ -79,8 +84,6 @@ def _topic_data(examples, limit, rng):
 
 
 def _corpus(run):
-    from keras_bert_core.text.stdlib_corpus import read_docstrings, write_pretraining_corpus
-
     with stage("reading the standard library's docstrings"):
         docstrings = read_docstrings()
     path = run.file("corpus.txt")
@@ -241,8 +244,6 @@ def summary_table(summary):
 
 
 def run(args):
-    from keras_bert_core.text.stdlib_corpus import topic_examples
-
     start = time.perf_counter()
     size = PROFILES["quick" if args.quick else "full"]
     size = {name: value if getattr(args, name) is None else getattr(args, name)

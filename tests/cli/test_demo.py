@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from keras_bert_core.cli.demo_corpus import TOPICS
 from keras_bert_core.cli.run_dir import RunDirectory
-from keras_bert_core.text.stdlib_corpus import TOPICS
 
 
 @pytest.mark.slow

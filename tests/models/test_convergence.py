@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import keras_bert_core as kbc
-from keras_bert_core.text import BertTokenizer, pretraining_dataset
-from keras_bert_core.text.stdlib_corpus import (
+from keras_bert_core.cli.demo_corpus import (
     read_docstrings,
     stdlib_root,
     write_pretraining_corpus,
 )
+from keras_bert_core.text import BertTokenizer, pretraining_dataset
 from keras_bert_core.text.vocab_file import SPECIAL_TOKENS
 from tests.helpers import cross_entropy
 

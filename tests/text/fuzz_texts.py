@@ -11,7 +11,7 @@ import json
 import pathlib
 import random
 
-from keras_bert_core.text import stdlib_corpus
+from keras_bert_core.cli import demo_corpus
 
 DATA = pathlib.Path(__file__).with_name("data")
 
@@ -89,7 +89,7 @@ def tokenizer_corpus():
 def real_text_corpora():
     """The repository's real text, by corpus name: the tokenizer corpus, the standard
     library's docstrings (the demo corpus) and every string of the task data files."""
-    docstrings = [d.text for d in stdlib_corpus.read_docstrings()]
+    docstrings = [d.text for d in demo_corpus.read_docstrings()]
     task_texts = []
     for path in sorted((DATA / "tasks").iterdir()):
         if path.name == "vocab.txt":

@@ -1,6 +1,6 @@
 import pytest
 
-from keras_bert_core.text import stdlib_corpus
+from keras_bert_core.cli import demo_corpus
 from keras_bert_core.text.tokenizer import BertTokenizer
 from keras_bert_core.text.vocab_learning import _fit_to_size, learn_wordpiece_vocab
 
@@ -11,8 +11,8 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 def corpus(tmp_path_factory):
     """Real English: the docstrings of the standard library's `logging` package (~40 kB)."""
     path = tmp_path_factory.mktemp("corpus") / "logging.txt"
-    docs = stdlib_corpus.read_docstrings(root=stdlib_corpus.stdlib_root() / "logging")
-    assert stdlib_corpus.write_pretraining_corpus(docs, path) > 100
+    docs = demo_corpus.read_docstrings(root=demo_corpus.stdlib_root() / "logging")
+    assert demo_corpus.write_pretraining_corpus(docs, path) > 100
     return path
 
 
