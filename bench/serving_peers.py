@@ -33,7 +33,9 @@ Texts: the first sentences of the stdlib's docstrings ("short") and whole docstr
   documents (`kbc demo`'s topic task, 5 classes, split by module): a linear probe (ridge
   regression) trained on the Keras float32 embeddings of the training texts labels the
   held-out texts from each engine's embeddings; agreement with the float32 labels, and
-  accuracy;
+  accuracy. And as a user fine-tunes: the checkpoint fine-tuned on the task as a
+  `BertClassifier` (`--classifier-epochs`), exported to TFLite in each weight variant,
+  labels the held-out texts one per call (`fine_tuned_classifier`);
 - where one text's time goes: the HF tokenizer and ONNX Runtime fp32's `session.run`, our
   SavedModel's `tokenize` and `predict_ids` signatures, each timed alone on inputs made
   beforehand (`latency_parts_ms`).
@@ -103,10 +105,10 @@ def topic_task():
     """A real classification task on the same kind of text: which area of the standard
     library a docstring documents (`kbc demo`'s task), split by module. Returns
     `(train texts, train labels, held-out texts, held-out labels)`."""
-    from keras_bert_core.text import stdlib_corpus
+    from keras_bert_core.cli import demo_corpus
 
-    train, held_out = stdlib_corpus.topic_examples(stdlib_corpus.read_docstrings())
-    names = list(stdlib_corpus.TOPICS)
+    train, held_out = demo_corpus.topic_examples(demo_corpus.read_docstrings())
+    names = list(demo_corpus.TOPICS)
     return ([t for t, _ in train], [names.index(topic) for _, topic in train],
             [t for t, _ in held_out], [names.index(topic) for _, topic in held_out])
 
@@ -150,6 +152,48 @@ def export_ours(folder, texts, directory):
             options = {**options, "calibration_texts": calibration}
         kbc.export_tflite(encoder, preprocessor, os.path.join(directory, tflite_file(name)),
                           **options)
+
+
+def fine_tuned_classifier(folder, directory, epochs):
+    """The checkpoint fine-tuned on the topic task (`BertClassifier`, all weights), exported
+    to TFLite in each weight variant: `{variant: {label_agreement, accuracy}}` on the
+    held-out texts, agreement with the Keras model's labels."""
+    import numpy as np
+    import tensorflow as tf
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+
+    import keras_bert_core as kbc
+    from keras_bert_core.text import BertPreprocessor
+
+    train_texts, train_labels, held_out, held_out_labels = topic_task()
+    encoder, _ = kbc.load_checkpoint(folder)
+    preprocessor = BertPreprocessor(os.path.join(folder, "vocab.txt"), seq_length=SEQ_LENGTH)
+    classifier = kbc.BertClassifier(encoder, num_classes=max(train_labels) + 1)
+    batches = (tf.data.Dataset.from_tensor_slices((train_texts, train_labels))
+               .shuffle(len(train_texts), seed=0).batch(BATCH, drop_remainder=True)
+               .map(lambda texts, labels: (preprocessor(texts), labels)))
+    classifier.fit(batches, epochs=epochs, verbose=0)
+    reference = np.concatenate([classifier.predict(preprocessor(batch), verbose=0)
+                                for batch in common.batches(held_out, BATCH)]).argmax(-1)
+    calibration = train_texts[::len(train_texts) // CALIBRATION_TEXTS][:CALIBRATION_TEXTS]
+    figures = {"Keras float32": {"label_agreement": 1.0, "accuracy": float(
+        (reference == np.array(held_out_labels)).mean())}}
+    for name, options in TFLITE_VARIANTS.items():
+        if "padded" in name:
+            continue  # the same arithmetic as "TFLite float32"
+        if options.get("quantize") == "int8":
+            options = {**options, "calibration_texts": calibration}
+        path = os.path.join(directory, "classifier_" + tflite_file(name))
+        kbc.export_tflite(classifier, preprocessor, path, **options)
+        runner = InterpreterWithCustomOps(
+            model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS,
+            num_threads=THREADS).get_signature_runner("serving_default")
+        labels = np.array([runner(text=np.array([text.encode()], object))["label"][0]
+                           for text in held_out])
+        figures[name] = {"label_agreement": float((labels == reference).mean()),
+                         "accuracy": float((labels == np.array(held_out_labels)).mean())}
+    return figures
 
 
 def tflite_file(name):
@@ -359,13 +403,19 @@ def main():
     parser.add_argument("--out", default=os.path.join(common.RESULTS_DIR,
                                                       "serving_peers.json"))
     # Internal: the steps that run in processes of their own.
-    parser.add_argument("--step", choices=("onnx", "round"), help=argparse.SUPPRESS)
+    parser.add_argument("--classifier-epochs", type=int, default=2,
+                        help="fine-tuning epochs of the topic classifier")
+    parser.add_argument("--step", choices=("onnx", "round", "classifier"),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--directory", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     folder = checkpoint_folder()
     if args.step == "onnx":  # torch stays out of the processes that time
         export_onnx(folder, args.directory)
+        return
+    if args.step == "classifier":
+        print(json.dumps(fine_tuned_classifier(folder, args.directory, args.classifier_epochs)))
         return
     texts, wordpieces = common.stdlib_texts(os.path.join(folder, "vocab.txt"),
                                             args.short_texts, args.long_texts,
@@ -379,7 +429,8 @@ def main():
         command = [sys.executable, os.path.abspath(__file__), "--step", name, "--directory",
                    directory, "--short-texts", str(args.short_texts), "--long-texts",
                    str(args.long_texts), "--latency-texts", str(args.latency_texts),
-                   "--repeats", str(args.repeats)]
+                   "--repeats", str(args.repeats), "--classifier-epochs",
+                   str(args.classifier_epochs)]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode:
             raise SystemExit(f"{name} step failed:\n{done.stderr[-3000:]}")
@@ -387,6 +438,7 @@ def main():
 
     with tempfile.TemporaryDirectory() as directory:
         step("onnx")
+        classifier = json.loads(step("classifier").strip().splitlines()[-1])
         export_ours(folder, texts, directory)  # in this process: no timing here
         sizes = {name: os.path.getsize(os.path.join(directory, file)) for name, file in
                  [("ONNX Runtime fp32", "model.onnx"),
@@ -407,9 +459,11 @@ def main():
               "texts": {kind: len(sample) for kind, sample in texts.items()},
               "mean_wordpieces": wordpieces, "latency_texts": args.latency_texts,
               "repeats": args.repeats, "rounds": rounds, **best_of(rounds),
+              "fine_tuned_classifier": {"epochs": args.classifier_epochs, **classifier},
               "file_bytes": sizes, "machine": common.machine_info(),
               "tensorflow": tf.__version__, "onnxruntime": onnxruntime.__version__}
     print(markdown(result))
+    print(json.dumps(result["fine_tuned_classifier"], indent=1))
     print(json.dumps(result["latency_parts_ms"], indent=1))
     common.emit(result, args.out)
 
