@@ -12,11 +12,15 @@ exact GELU), as mean-pooled embeddings, truncating at 128 wordpieces:
 
 - ours: `kbc.load_checkpoint(folder)` -> the bare `BertEncoder`, exported with
   `kbc.export_saved_model` (signature `serving_default`, strings in, `mean_embedding`
-  out, each batch padded to its longest text) and `kbc.export_tflite` (strings in, each
-  call padded to its longest text) float32, float32 padded to 128 (`static_shape=True`,
-  for comparison), `dynamic` (int8 weights), `int8` (full-integer, calibrated on 200
-  training texts of the topic task) and `float16`, run in the LiteRT interpreter with
-  2 threads;
+  out, each batch padded to its longest text), called from Python
+  (`tf.saved_model.load`) and as TF Serving's model server runs it (the graph in a TF1
+  `Session`, one `Session.run` a request), TensorFlow with 2 intra-op and 1 inter-op
+  threads as ONNX Runtime, with its default kernels and again with
+  `TF_ENABLE_ONEDNN_OPTS=1` (oneDNN kernels; off by default on CPUs without AVX-512);
+  and `kbc.export_tflite` (strings in, each call padded to its longest text) float32,
+  float32 padded to 128 (`static_shape=True`, for comparison), `dynamic` (int8
+  weights), `int8` (full-integer, calibrated on 200 training texts of the topic task)
+  and `float16`, run in the LiteRT interpreter with 2 threads;
 - ONNX Runtime: the checkpoint exported here with `transformers` + `torch.onnx.export`
   (last hidden state out), fp32 and `onnxruntime.quantization.quantize_dynamic` int8,
   2 intra-op threads; `tokenizers.Tokenizer.from_file(tokenizer.json)` pads each batch
@@ -41,8 +45,9 @@ Texts: the first sentences of the stdlib's docstrings ("short") and whole docstr
   beforehand (`latency_parts_ms`).
 
 The exports are made once; then each of `--rounds` processes loads all of them and times
-them taking turns (`common.median_seconds_in_turns`), so that a change in the shared
-machine's speed reaches every engine alike; the rounds show how far that moves the figures.
+them taking turns (`common.median_seconds_in_turns`; each round twice: TensorFlow's
+default kernels, then oneDNN's), so that a change in the shared machine's speed reaches
+every engine alike; the rounds show how far that moves the figures.
 Writes bench/results/serving_peers.json (every round's figures, and the best round of each:
 highest texts/s, lowest ms).
 """
@@ -71,8 +76,14 @@ TFLITE_VARIANTS = {
     "TFLite int8, calibrated": {"quantize": "int8"},
     "TFLite float16": {"quantize": "float16"},
 }
-ENGINES = ("ONNX Runtime fp32", "ONNX Runtime dynamic int8", "SavedModel",
-           *TFLITE_VARIANTS)
+SESSION = "SavedModel in a Session (as TF Serving)"
+TF_ENGINES = ("SavedModel", SESSION)
+# TensorFlow's oneDNN kernels are off by default on CPUs without AVX-512; TF Serving reads
+# the same switch. Rounds with it on time the TF engines again under these names.
+ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "1"}
+ONEDNN_ENGINES = {name: f"{name}, TF_ENABLE_ONEDNN_OPTS=1" for name in TF_ENGINES}
+ENGINES = ("ONNX Runtime fp32", "ONNX Runtime dynamic int8", *TF_ENGINES,
+           *ONEDNN_ENGINES.values(), *TFLITE_VARIANTS)
 
 
 def checkpoint_folder():
@@ -270,6 +281,10 @@ def engines(folder, directory):
             parts["ONNX Runtime fp32 session.run"] = (ids, lambda feed: session.run(None, feed))
         return embed
 
+    # As ONNX Runtime: 2 threads within an op, 1 across ops (TF Serving's
+    # --tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism).
+    tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     serving = tf.saved_model.load(os.path.join(directory, "saved_model"))
     signature = serving.signatures["serving_default"]
     tokenize, predict_ids = serving.signatures["tokenize"], serving.signatures["predict_ids"]
@@ -290,10 +305,29 @@ def engines(folder, directory):
         "ONNX Runtime fp32": onnx_runtime(os.path.join(directory, "model.onnx"), parts),
         "ONNX Runtime dynamic int8": onnx_runtime(os.path.join(directory, "model_int8.onnx")),
         "SavedModel": lambda texts: signature(text=tf.constant(texts))["mean_embedding"].numpy(),
+        SESSION: session_runner(os.path.join(directory, "saved_model")),
     }
     for name in TFLITE_VARIANTS:
         found[name] = tflite(os.path.join(directory, tflite_file(name)))
     return found, parts
+
+
+def session_runner(path):
+    """The SavedModel's `serving_default` as TF Serving's model server runs it: the graph
+    loaded into a TF1 `Session` (functions inlined), one `Session.run` per request."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    config = tf1.ConfigProto(intra_op_parallelism_threads=THREADS,
+                             inter_op_parallelism_threads=1)
+    graph = tf.Graph()
+    with graph.as_default():
+        session = tf1.Session(graph=graph, config=config)
+        signature = tf1.saved_model.loader.load(session, ["serve"], path).signature_def[
+            "serving_default"]
+    text = signature.inputs["text"].name
+    embedding = signature.outputs["mean_embedding"].name
+    return lambda texts: session.run(embedding, {text: [t.encode() for t in texts]})
 
 
 def agreement(embeddings, reference):
@@ -358,15 +392,17 @@ def one_round(folder, directory, texts, args):
 def best_of(rounds):
     """Each engine's best figures over the rounds, and the range they spanned."""
     best = {"engines": {}}
+    timed = [r["latency_parts_ms"] for r in rounds if "latency_parts_ms" in r]
     best["latency_parts_ms"] = {
-        kind: {name: min(r["latency_parts_ms"][kind][name] for r in rounds) for name in parts}
-        for kind, parts in rounds[0]["latency_parts_ms"].items()}
+        kind: {name: min(r[kind][name] for r in timed) for name in parts}
+        for kind, parts in timed[0].items()}
     for name in ENGINES:
+        measured = [r[name] for r in rounds if name in r]
         best["engines"][name] = {}
         # Agreement figures are the same in every round: the first round's.
-        best["engines"][name]["topic"] = rounds[0][name]["topic"]
+        best["engines"][name]["topic"] = measured[0]["topic"]
         for kind in ("short", "long"):
-            runs = [r[name][kind] for r in rounds]
+            runs = [r[kind] for r in measured]
             speeds = [r["texts_per_s"] for r in runs]
             latencies = [r["latency_ms"] for r in runs]
             best["engines"][name][kind] = {
@@ -425,13 +461,14 @@ def main():
         print(json.dumps(one_round(folder, args.directory, texts, args)))
         return
 
-    def step(name, *extra):
+    def step(name, environment=None):
         command = [sys.executable, os.path.abspath(__file__), "--step", name, "--directory",
                    directory, "--short-texts", str(args.short_texts), "--long-texts",
                    str(args.long_texts), "--latency-texts", str(args.latency_texts),
                    "--repeats", str(args.repeats), "--classifier-epochs",
                    str(args.classifier_epochs)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False,
+                              env={**os.environ, **(environment or {})})
         if done.returncode:
             raise SystemExit(f"{name} step failed:\n{done.stderr[-3000:]}")
         return done.stdout
@@ -447,9 +484,13 @@ def main():
         rounds = []
         for i in range(args.rounds):
             rounds.append(json.loads(step("round").strip().splitlines()[-1]))
+            # Only the TF engines change with oneDNN: the others of that process are left
+            # out (they are timed in turns with it all the same).
+            onednn = json.loads(step("round", ONEDNN).strip().splitlines()[-1])
+            rounds.append({ONEDNN_ENGINES[name]: onednn[name] for name in TF_ENGINES})
             print(f"round {i + 1}: " + ", ".join(
-                f"{name} {rounds[-1][name]['short']['latency_ms']:.1f} ms" for name in ENGINES),
-                flush=True)
+                f"{name} {r[name]['short']['latency_ms']:.1f} ms" for r in rounds[-2:]
+                for name in ENGINES if name in r), flush=True)
 
     import onnxruntime
     import tensorflow as tf
