@@ -10,7 +10,7 @@ Run it again only to change the fixture: `python tests/text/make_bpe_fixture.py`
 
 import pathlib
 
-from keras_bert_core.text.stdlib_corpus import read_docstrings
+from keras_bert_core.cli.demo_corpus import read_docstrings
 
 OUTPUT = pathlib.Path(__file__).with_name("data") / "bpe"
 VOCAB_SIZE = 2000
