@@ -56,10 +56,8 @@ def add_arguments(parser):
 def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                      whole_word_masking=False, seed=None, next_sentence=True):
     """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards."""
-    from keras_bert_core.text.pretraining_data import (
-        pretraining_dataset,
-        read_pretraining_tfrecords,
-    )
+    from keras_bert_core.text.pretraining_data import pretraining_dataset
+    from keras_bert_core.text.pretraining_tfrecords import read_pretraining_tfrecords
 
     try:
         if all(path.endswith(TFRECORD_SUFFIXES) for path in inputs):

@@ -5,8 +5,8 @@ from keras_bert_core.errors import DataError
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from keras_bert_core.text.pretraining_data import (
-    pretraining_dataset,
+from keras_bert_core.text.pretraining_data import pretraining_dataset
+from keras_bert_core.text.pretraining_tfrecords import (
     read_pretraining_tfrecords,
     write_pretraining_tfrecords,
 )

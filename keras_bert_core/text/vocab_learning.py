@@ -6,7 +6,7 @@ from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import (
     bert_vocab_from_dataset,
 )
 
-from keras_bert_core.text.pretraining_data import expand_text_files
+from keras_bert_core.text.pretraining_corpus import expand_text_files
 from keras_bert_core.text.vocab_file import SPECIAL_TOKENS
 
 # Characters BertTokenizer deletes: control (except tab and newlines), format, private use,
