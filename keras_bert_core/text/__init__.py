@@ -1,5 +1,8 @@
-"""Text to ids, in the graph: WordPiece tokenizer, packer, preprocessor, MLM masking,
-pretraining data, vocabulary learning."""
+"""In-graph text processing and pretraining data: text to ids in the graph (WordPiece
+tokenizer, packer, preprocessor, MLM masking), vocabulary learning, and pretraining data made
+from text files (`pretraining_corpus`, `pretraining_pairs`, `pretraining_data`,
+`pretraining_tfrecords`, `pretraining_packing`). Task data lives in `keras_bert_core.tasks`,
+the exports' op allowlists in `keras_bert_core.export`."""
 
 from keras_bert_core.errors import DataError
 from keras_bert_core.text.masking import MaskedLMMasker
