@@ -25,8 +25,8 @@ import tensorflow as tf
 
 import keras_bert_core as kbc
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.tasks.classification import TextClassificationData, classification_dataset
 from keras_bert_core.text import BertPreprocessor
-from keras_bert_core.text.task_data import TextClassificationData, classification_dataset
 from keras_bert_core.training import (
     create_optimizer,
     distribution_strategy,

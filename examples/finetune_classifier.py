@@ -19,8 +19,8 @@ import tempfile
 
 import keras_bert_core as kbc
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.tasks.classification import classification_dataset, load_text_classification
 from keras_bert_core.text import BertPreprocessor
-from keras_bert_core.text.task_data import classification_dataset, load_text_classification
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
 from keras_bert_core.training import create_optimizer
 

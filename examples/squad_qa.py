@@ -18,8 +18,9 @@ import pathlib
 from _setup import encoder_and_vocab  # examples/_setup.py
 
 from keras_bert_core.models.span_labeler import BertSpanLabeler
+from keras_bert_core.tasks.question_answering import extract_answers, squad_features
+from keras_bert_core.tasks.squad import load_squad, squad_metrics
 from keras_bert_core.text import BertTokenizer
-from keras_bert_core.text.squad import extract_answers, load_squad, squad_features, squad_metrics
 from keras_bert_core.training import create_optimizer
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "text" / "data" / "tasks"

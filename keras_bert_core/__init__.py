@@ -40,10 +40,10 @@ _EXPORTS = {
     "read_pretraining_tfrecords": "keras_bert_core.text.pretraining_tfrecords",
     "learn_wordpiece_vocab": "keras_bert_core.text.vocab_learning",
     "DataError": "keras_bert_core.errors",
-    "load_text_classification": "keras_bert_core.text.task_data",
-    "load_squad": "keras_bert_core.text.squad",
-    "load_conll": "keras_bert_core.text.tagging",
-    "load_tfds_task": "keras_bert_core.text.tfds_tasks",
+    "load_text_classification": "keras_bert_core.tasks",
+    "load_squad": "keras_bert_core.tasks",
+    "load_conll": "keras_bert_core.tasks",
+    "load_tfds_task": "keras_bert_core.tasks",
     "load_checkpoint": "keras_bert_core.checkpoints",
     "load_pretrainer": "keras_bert_core.checkpoints",
     "convert_checkpoint": "keras_bert_core.checkpoints",
@@ -58,7 +58,8 @@ __all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 # Subpackages load on first use too (`kbc.training.distribution_strategy(...)`).
-_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "text", "training")
+_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "tasks", "text",
+                "training")
 
 
 def __getattr__(name):

@@ -1,4 +1,5 @@
 import os
+import string
 
 # Quiet TensorFlow's C++ logging and keep tests on the CPU.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -34,3 +35,13 @@ def minilm_dir():
 def vocab_file(minilm_dir):
     """The uncased 30,522-token BERT vocabulary of the real checkpoint, as a string path."""
     return str(minilm_dir / "vocab.txt")
+
+
+@pytest.fixture
+def char_vocab_file(tmp_path):
+    """A small vocabulary of single characters, written to `tmp_path / "vocab.txt"`."""
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(token + "\n" for token in tokens))
+    return path

@@ -74,7 +74,7 @@ def add_arguments(parser):
 
 
 def _topic_data(examples, limit, rng):
-    from keras_bert_core.text.task_data import TextClassificationData
+    from keras_bert_core.tasks.classification import TextClassificationData
 
     if limit is not None and limit < len(examples):
         examples = [examples[i] for i in sorted(rng.choice(len(examples), limit, False))]

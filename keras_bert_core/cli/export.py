@@ -81,7 +81,7 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
 
 def text_inputs(model, task, preprocessor):
     """The text inputs of the exported signature, in the order it packs them."""
-    from keras_bert_core.export.tasks import serving_task
+    from keras_bert_core.tasks.serving import serving_task
 
     return serving_task(model, preprocessor, getattr(task, "pairs", False),
                         task.settings.get("label_names"),

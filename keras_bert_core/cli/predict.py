@@ -14,7 +14,7 @@ from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
 from keras_bert_core.files import replaced_when_complete
 
-# Text inputs of exported signatures, in the order export.tasks packs them; plain input
+# Text inputs of exported signatures, in the order the serving tasks pack them; plain input
 # lines hold them tab-separated in this order.
 EXPORT_INPUTS = ("text", "text_a", "text_b", "question", "context", "choices")
 

@@ -1,15 +1,13 @@
-"""The fine-tuning tasks of `kbc finetune`, `evaluate` and `predict`.
+"""The fine-tuning tasks of `kbc finetune`, `evaluate` and `predict`, as the CLI runs them.
 
-A task reads its data (files or TensorFlow Datasets), builds its model on an encoder, turns
-data into `fit` batches, scores a model and writes its answers. Its `settings` (columns,
-label names, lengths) are saved in the run's config.json, so `evaluate` and `predict` read
-data exactly as training did.
+A CLI task takes its options, reads its data (files, plain text lines or TensorFlow Datasets),
+builds its model on an encoder, and calls its `keras_bert_core.tasks` module for `fit`
+batches, scores and answers. Its `settings` (columns, label names, lengths) are saved in the
+run's config.json, so `evaluate` and `predict` read data exactly as training did.
 """
 
 import os
 import sys
-
-import numpy as np
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import MODEL_FILE, VOCAB_FILE, model_path, run_directory_of
@@ -44,12 +42,6 @@ def data_settings(args):
     """The data options given on the command line (`None` ones left out)."""
     return {name: getattr(args, name) for name in DATA_OPTIONS
             if getattr(args, name) is not None}
-
-
-def _softmax(logits):
-    logits = np.asarray(logits, np.float64)
-    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def _keras_metrics(model, dataset):
@@ -124,7 +116,7 @@ class Classify(Task):
     pairs = False
 
     def load(self, path, labeled=True):
-        from keras_bert_core.text.task_data import load_text_classification
+        from keras_bert_core.tasks.classification import load_text_classification
 
         s = self.settings
         return load_text_classification(
@@ -132,7 +124,7 @@ class Classify(Task):
             s["pair_column"] if self.pairs else None, label_names=s.get("label_names"))
 
     def from_lines(self, lines):
-        from keras_bert_core.text.task_data import TextClassificationData
+        from keras_bert_core.tasks.classification import TextClassificationData
 
         if not self.pairs:
             return TextClassificationData(lines, None, None, None)
@@ -145,7 +137,7 @@ class Classify(Task):
                                       None)
 
     def check_data(self, data, source):
-        from keras_bert_core.text.task_data import TextClassificationData
+        from keras_bert_core.tasks.classification import TextClassificationData
 
         if not isinstance(data, TextClassificationData):
             raise UserError(f"{source} is not a classification task; "
@@ -165,7 +157,7 @@ class Classify(Task):
         return BertClassifier(encoder, num_classes=len(names) if names else 1)
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
-        from keras_bert_core.text.task_data import classification_dataset
+        from keras_bert_core.tasks.classification import classification_dataset
 
         return classification_dataset(data, preprocessor, batch_size, training,
                                       seed=seed), len(data)
@@ -174,23 +166,14 @@ class Classify(Task):
         return _keras_metrics(model, self.dataset(data, preprocessor, batch_size)[0])
 
     def predict(self, model, data, preprocessor, batch_size):
+        from keras_bert_core.tasks.classification import answers
+
         dataset, _ = self.dataset(data, preprocessor, batch_size)
         logits = model.predict(dataset, verbose=0)
-        names = self.settings["label_names"]
-        answers = []
-        for index, text in enumerate(data.texts):
-            answer = {"text": text}
-            if self.pairs:
-                answer["text_b"] = data.pairs[index]
-            if names:
-                probabilities = _softmax(logits[index])
-                answer["label"] = names[int(probabilities.argmax())]
-                answer["probabilities"] = dict(zip(names, probabilities.round(6).tolist(),
-                                                   strict=True))
-            else:
-                answer["score"] = float(logits[index, 0])
-            answers.append(answer)
-        return answers
+        texts = [{"text": text, "text_b": data.pairs[index]} if self.pairs else {"text": text}
+                 for index, text in enumerate(data.texts)]
+        return [{**text, **answer} for text, answer
+                in zip(texts, answers(logits, self.settings["label_names"]), strict=True)]
 
 
 class Pair(Classify):
@@ -204,7 +187,7 @@ class Squad(Task):
     name = "squad"
 
     def load(self, path, labeled=True):
-        from keras_bert_core.text.squad import load_squad
+        from keras_bert_core.tasks.squad import load_squad
 
         return load_squad(path)
 
@@ -223,7 +206,7 @@ class Squad(Task):
         return BertSpanLabeler(encoder)
 
     def _features(self, data, preprocessor):
-        from keras_bert_core.text.squad import squad_features
+        from keras_bert_core.tasks.question_answering import squad_features
 
         s = self.settings
         return squad_features(data, preprocessor.tokenizer, s["seq_length"], s["doc_stride"],
@@ -234,24 +217,24 @@ class Squad(Task):
         return features.dataset(batch_size, training, seed=seed), len(features)
 
     def _answers(self, model, data, preprocessor, batch_size):
-        from keras_bert_core.text.squad import extract_answers
+        from keras_bert_core.tasks.question_answering import answers
 
         features = self._features(data, preprocessor)
         logits = model.predict(features.inputs, batch_size=batch_size, verbose=0)
-        return extract_answers(
-            data, features, logits["start_logits"], logits["end_logits"],
-            max_answer_length=self.settings["max_answer_length"],
-            null_score_threshold=0.0 if self.settings.get("version_2") else None)
+        return answers(data, features, logits["start_logits"], logits["end_logits"],
+                       max_answer_length=self.settings["max_answer_length"],
+                       null_score_threshold=0.0 if self.settings.get("version_2") else None)
 
     def evaluate(self, model, data, preprocessor, batch_size):
-        from keras_bert_core.text.squad import squad_metrics
+        from keras_bert_core.tasks.squad import squad_metrics
 
-        return squad_metrics(self._answers(model, data, preprocessor, batch_size), data)
+        answers = self._answers(model, data, preprocessor, batch_size)
+        return squad_metrics({answer["id"]: answer["answer"] for answer in answers}, data)
 
     def predict(self, model, data, preprocessor, batch_size):
-        answers = self._answers(model, data, preprocessor, batch_size)
-        return [{"id": e.qas_id, "question": e.question, "answer": answers[e.qas_id]}
-                for e in data]
+        # The answer text without its offsets: the output kbc predict has always given.
+        return [{key: answer[key] for key in ("id", "question", "answer")}
+                for answer in self._answers(model, data, preprocessor, batch_size)]
 
 
 class Ner(Task):
@@ -260,18 +243,18 @@ class Ner(Task):
     name = "ner"
 
     def load(self, path, labeled=True):
-        from keras_bert_core.text.tagging import load_conll
+        from keras_bert_core.tasks.conll import load_conll
 
         return load_conll(path, tag_names=self.settings.get("label_names"),
                           tag_column=-1 if labeled else None)
 
     def from_lines(self, lines):
-        from keras_bert_core.text.tagging import TaggingData
+        from keras_bert_core.tasks.conll import TaggingData
 
         return TaggingData([line.split() for line in lines], None, None)
 
     def check_data(self, data, source):
-        from keras_bert_core.text.tagging import TaggingData
+        from keras_bert_core.tasks.conll import TaggingData
 
         if not isinstance(data, TaggingData):
             raise UserError(f"{source} is not a tagging task; choose the --task that fits it")
@@ -285,7 +268,7 @@ class Ner(Task):
         return BertTokenClassifier(encoder, num_classes=len(self.settings["label_names"]))
 
     def _features(self, data, preprocessor):
-        from keras_bert_core.text.tagging import tagging_features
+        from keras_bert_core.tasks.token_classification import tagging_features
 
         return tagging_features(data, preprocessor.tokenizer, self.settings["seq_length"])
 
@@ -293,24 +276,20 @@ class Ner(Task):
         features = self._features(data, preprocessor)
         return features.dataset(batch_size, training, seed=seed), len(features)
 
-    def _tags(self, model, data, preprocessor, batch_size):
-        from keras_bert_core.text.tagging import predictions_to_tags
-
-        features = self._features(data, preprocessor)
-        logits = model.predict(features.inputs, batch_size=batch_size, verbose=0)
-        return predictions_to_tags(logits, features, self.settings["label_names"])
-
     def evaluate(self, model, data, preprocessor, batch_size):
-        from keras_bert_core.text.tagging import entity_scores
+        from keras_bert_core.tasks.conll import entity_scores
 
         names = self.settings["label_names"]
         truth = [[names[tag] for tag in sentence] for sentence in data.tags]
-        return entity_scores(truth, self._tags(model, data, preprocessor, batch_size))
+        answers = self.predict(model, data, preprocessor, batch_size)
+        return entity_scores(truth, [answer["tags"] for answer in answers])
 
     def predict(self, model, data, preprocessor, batch_size):
-        tags = self._tags(model, data, preprocessor, batch_size)
-        return [{"words": words, "tags": sentence_tags}
-                for words, sentence_tags in zip(data.sentences, tags, strict=True)]
+        from keras_bert_core.tasks.token_classification import answers
+
+        features = self._features(data, preprocessor)
+        logits = model.predict(features.inputs, batch_size=batch_size, verbose=0)
+        return answers(data, features, logits, self.settings["label_names"])
 
 
 class Choice(Task):
@@ -319,7 +298,7 @@ class Choice(Task):
     name = "choice"
 
     def load(self, path, labeled=True):
-        from keras_bert_core.text.task_data import load_multiple_choice
+        from keras_bert_core.tasks.multiple_choice import load_multiple_choice
 
         s = self.settings
         data = load_multiple_choice(path, s["question_column"], s["choices_column"],
@@ -340,7 +319,7 @@ class Choice(Task):
         return BertMultipleChoice(encoder, num_choices=self.settings["num_choices"])
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
-        from keras_bert_core.text.task_data import multiple_choice_dataset
+        from keras_bert_core.tasks.multiple_choice import multiple_choice_dataset
 
         return multiple_choice_dataset(data, preprocessor, batch_size, training,
                                        seed=seed), len(data)
@@ -349,13 +328,13 @@ class Choice(Task):
         return _keras_metrics(model, self.dataset(data, preprocessor, batch_size)[0])
 
     def predict(self, model, data, preprocessor, batch_size):
+        from keras_bert_core.tasks.multiple_choice import answers
+
         dataset, _ = self.dataset(data, preprocessor, batch_size)
-        probabilities = _softmax(model.predict(dataset, verbose=0))
-        return [{"question": question, "choices": choices,
-                 "answer": int(p.argmax()), "choice": choices[int(p.argmax())],
-                 "probabilities": p.round(6).tolist()}
-                for question, choices, p in zip(data.questions, data.choices, probabilities,
-                                                strict=True)]
+        logits = model.predict(dataset, verbose=0)
+        return [{"question": question, "choices": choices, **answer}
+                for question, choices, answer in zip(data.questions, data.choices,
+                                                     answers(logits, data.choices), strict=True)]
 
 
 TASKS = {task.name: task for task in (Classify, Pair, Squad, Ner, Choice)}
@@ -363,7 +342,7 @@ TASKS = {task.name: task for task in (Classify, Pair, Squad, Ner, Choice)}
 
 def load_tfds(task, name, split, data_dir=None):
     """A TensorFlow Datasets split, checked to fit `task`."""
-    from keras_bert_core.text.tfds_tasks import TFDS_TASKS, load_tfds_task
+    from keras_bert_core.tasks.tfds import TFDS_TASKS, load_tfds_task
 
     if name not in TFDS_TASKS:
         raise UserError(f"unknown TFDS task {name!r}; choose from {', '.join(TFDS_TASKS)}")

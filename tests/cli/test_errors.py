@@ -66,10 +66,10 @@ def test_unknown_tfds_task(kbc, tmp_path):
 def test_tfds_task_of_the_wrong_kind(kbc, tmp_path, monkeypatch):
     import numpy as np
 
-    from keras_bert_core.text.task_data import TextClassificationData
+    from keras_bert_core.tasks.classification import TextClassificationData
 
     pairs = TextClassificationData(["a"], ["b"], np.array([0], np.int32), ["no", "yes"])
-    monkeypatch.setattr("keras_bert_core.text.tfds_tasks.load_tfds_task",
+    monkeypatch.setattr("keras_bert_core.tasks.tfds.load_tfds_task",
                         lambda name, split, data_dir=None: pairs)
     result = kbc("finetune", "--task", "classify", "--tfds", "glue/mrpc", "--vocab", VOCAB,
                  "--run-dir", tmp_path / "run")

@@ -1,7 +1,5 @@
 """Shared export fixtures: a real vocabulary, a briefly trained tiny classifier, its exports."""
 
-import string
-
 import keras
 import numpy as np
 import pytest
@@ -95,13 +93,3 @@ def task_signatures(task_exports, classifier_signatures):
 def classifier_signatures(classifier_export):
     """The loaded classifier export's signatures, by name."""
     return tf.saved_model.load(classifier_export).signatures
-
-
-@pytest.fixture
-def char_vocab_file(tmp_path):
-    """A small vocabulary of single characters, written to `tmp_path / "vocab.txt"`."""
-    chars = string.ascii_lowercase + string.digits + string.punctuation
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *("##" + c for c in chars)]
-    path = tmp_path / "vocab.txt"
-    path.write_text("".join(token + "\n" for token in tokens))
-    return path

@@ -1,24 +1,16 @@
-"""Token classification (NER, chunking): CoNLL files, first-piece labels, entity-level F1.
+"""CoNLL, the data format of token tagging (NER, chunking): files and entity-level scores.
 
-`load_conll` reads token-per-line files; `tagging_features` splits words into WordPieces and
-labels only the first piece of each word (every other position gets -100, which the token
-classifier's loss ignores); `predictions_to_tags` maps per-token predictions back to one tag
-per word; `entity_scores` counts whole entities, as conlleval and seqeval's default mode do.
+`load_conll` reads token-per-line files into `TaggingData` (`keras_bert_core.tasks.tfds`
+reads CoNLL-2003); `entity_scores` counts whole entities, as conlleval and seqeval's default
+mode do. `keras_bert_core.tasks.token_classification` makes features and answers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
-
-import numpy as np
-import tensorflow as tf
 
 from keras_bert_core.errors import DataError
-
-# The label the token classifier's loss and accuracy leave out: defined beside them.
-from keras_bert_core.models.metrics import IGNORE_LABEL
 
 
 @dataclasses.dataclass
@@ -113,143 +105,6 @@ def load_conll(path, tag_names=None, tag_column=-1):
     ids = {name: index for index, name in enumerate(tag_names)}
     return TaggingData(sentences, [[ids[tag] for tag in tag_list] for tag_list in tags],
                        tag_names)
-
-
-@dataclasses.dataclass
-class TaggingFeatures:
-    """Fixed-length token rows for a token classifier, with word alignment.
-
-    Args:
-        inputs: dict of int32 `[num_sentences, seq_length]` `token_ids`, `segment_ids`,
-            `padding_mask`.
-        labels: int32 `[num_sentences, seq_length]`: the word's tag id at its first piece,
-            -100 elsewhere (later pieces, `[CLS]`, `[SEP]`, padding); `None` if unlabeled.
-        word_ids: int32 `[num_sentences, seq_length]`: the word index at each word's first
-            piece, -1 elsewhere.
-        num_words: int32 `[num_sentences]` words per sentence (including any cut off).
-
-    Example (see `tagging_features`, which makes them):
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "love", "##lace"]
-    >>> data = TaggingData([["Lovelace"]], [[0]], ["B-PER"])
-    >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=6)
-    >>> features.word_ids[0].tolist(), features.num_words.tolist()
-    ([-1, 0, -1, -1, -1, -1], [1])
-    """
-
-    inputs: dict
-    labels: np.ndarray | None
-    word_ids: np.ndarray
-    num_words: np.ndarray
-
-    def __len__(self):
-        return len(self.num_words)
-
-    def dataset(self, batch_size=32, training=False, shuffle_buffer=10_000, seed=None):
-        """A `tf.data.Dataset` of `(inputs, labels)` batches (inputs only when unlabeled).
-
-        Training shuffles and drops the last partial batch, so every batch has one static
-        shape.
-        """
-        dataset = tf.data.Dataset.from_tensor_slices(
-            self.inputs if self.labels is None else (self.inputs, self.labels))
-        if training:
-            dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        return dataset.batch(batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
-
-
-def tagging_features(data, tokenizer, seq_length=128):
-    """Tokenizes word lists into `[CLS] pieces [SEP]` rows labeled at each word's first piece.
-
-    A word the tokenizer drops entirely (e.g. a lone control character) becomes `[UNK]`, so
-    every word keeps a position. Sentences longer than `seq_length - 2` pieces are cut (with a
-    warning); their cut words have no position and `predictions_to_tags` tags them "O".
-
-    Args:
-        data: a `TaggingData`.
-        tokenizer: the package's `BertTokenizer`.
-        seq_length: tokens per row, `[CLS]` and `[SEP]` included.
-
-    Returns:
-        A `TaggingFeatures`.
-
-    Example:
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "love", "##lace", "sang"]
-    >>> data = TaggingData([["Ada", "Lovelace", "sang"]], [[1, 2, 0]], ["O", "B-PER", "I-PER"])
-    >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=8)
-    >>> features.inputs["token_ids"][0].tolist()
-    [2, 5, 6, 7, 8, 3, 0, 0]
-    >>> features.labels[0].tolist()
-    [-100, 1, 2, -100, 0, -100, -100, -100]
-    """
-    cls_id, sep_id, pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
-    words = [word for sentence in data.sentences for word in sentence]
-    pieces_per_word = iter(tokenizer(words).to_list() if words else [])
-    shape = (len(data.sentences), seq_length)
-    token_ids = np.full(shape, pad_id, np.int32)
-    labels = np.full(shape, IGNORE_LABEL, np.int32)
-    word_ids = np.full(shape, -1, np.int32)
-    num_words = np.array([len(sentence) for sentence in data.sentences], np.int32)
-    truncated = 0
-    for row, sentence in enumerate(data.sentences):
-        token_ids[row, 0] = cls_id
-        position = 1
-        for index in range(len(sentence)):
-            pieces = next(pieces_per_word) or [tokenizer.unk_id]
-            if position + len(pieces) > seq_length - 1:
-                truncated += 1
-                position = seq_length  # no later word of this sentence fits either
-                continue
-            token_ids[row, position:position + len(pieces)] = pieces
-            word_ids[row, position] = index
-            if data.tags is not None:
-                labels[row, position] = data.tags[row][index]
-            position += len(pieces)
-        length = min(position, seq_length - 1)
-        token_ids[row, length] = sep_id
-    if truncated:
-        warnings.warn(f"{truncated} word(s) did not fit in seq_length={seq_length} and were "
-                      f"cut; raise seq_length to keep them", stacklevel=2)
-    inputs = {"token_ids": token_ids, "segment_ids": np.zeros(shape, np.int32),
-              "padding_mask": (token_ids != pad_id).astype(np.int32)}
-    return TaggingFeatures(inputs, labels if data.tags is not None else None, word_ids,
-                           num_words)
-
-
-def predictions_to_tags(predictions, features, tag_names):
-    """Maps per-token predictions back to one tag name per word.
-
-    Each word takes the prediction at its first piece; words cut off by `seq_length` get "O".
-
-    Args:
-        predictions: logits `[num_sentences, seq_length, num_tags]` or tag ids
-            `[num_sentences, seq_length]`.
-        features: the `TaggingFeatures` the predictions were made on.
-        tag_names: the tag vocabulary.
-
-    Returns:
-        A list of sentences, each a list of tag names, one per word.
-
-    Example:
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "love", "##lace"]
-    >>> data = TaggingData([["Ada", "Lovelace"]], None, None)
-    >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=6)
-    >>> predicted_ids = np.array([[0, 1, 2, 2, 0, 0]])  # e.g. logits.argmax(-1)
-    >>> predictions_to_tags(predicted_ids, features, ["O", "B-PER", "I-PER"])
-    [['B-PER', 'I-PER']]
-    """
-    predictions = np.asarray(predictions)
-    if predictions.ndim == 3:
-        predictions = predictions.argmax(-1)
-    if predictions.shape != features.word_ids.shape:
-        raise ValueError(f"predictions of shape {predictions.shape} do not match the features' "
-                         f"{features.word_ids.shape}")
-    sentences = [["O"] * count for count in features.num_words]
-    for row, position in zip(*np.nonzero(features.word_ids >= 0), strict=True):
-        sentences[row][features.word_ids[row, position]] = tag_names[predictions[row, position]]
-    return sentences
 
 
 def _split_tag(tag):

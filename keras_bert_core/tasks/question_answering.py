@@ -1,125 +1,22 @@
-"""Extractive question answering in SQuAD format: examples, windowed features, answers, metrics.
+"""Extractive question answering (`BertSpanLabeler`): windowed features, answers, serving.
 
-`load_squad` reads SQuAD v1.1 / v2.0 JSON; `squad_features` tokenizes question and context,
-cuts long contexts into overlapping windows and labels each window with the answer's token
-span (or `[CLS]`, index 0, when the answer is not inside it); `extract_answers` turns the
-span labeler's start/end logits back into text cut from the original context, and
-`squad_metrics` scores it with SQuAD's official exact-match and F1.
+`squad_features` tokenizes question and context, cuts long contexts into overlapping windows
+and labels each window with the answer's token span (or `[CLS]`, index 0, when the answer is
+not inside it); `answers` turns the span labeler's start/end logits back into answer text cut
+from the original context, with its character offsets (`extract_answers`: the text alone,
+by question id); `SpanQuestionAnswering` serves the model from raw text. The examples and
+their scoring are SQuAD's (`keras_bert_core.tasks.squad`).
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-import json
-import os
-import re
-import string
 
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.errors import DataError
-
-
-@dataclasses.dataclass
-class SquadExample:
-    """One question about one context.
-
-    Args:
-        qas_id: the question's id.
-        question: the question text.
-        context: the passage the answer is cut from.
-        answers: gold answer texts (several in evaluation sets; empty when impossible).
-        answer_starts: character offset of each answer in `context`.
-        is_impossible: SQuAD 2.0: the context holds no answer.
-
-    Example:
-    >>> example = SquadExample("q1", "Who?", "Ada wrote it.", ["Ada"], [0])
-    >>> example.context[example.answer_starts[0]:][:len(example.answers[0])]
-    'Ada'
-    """
-
-    qas_id: str
-    question: str
-    context: str
-    answers: list = dataclasses.field(default_factory=list)
-    answer_starts: list = dataclasses.field(default_factory=list)
-    is_impossible: bool = False
-
-
-def load_squad(path):
-    """Reads a SQuAD v1.1 or v2.0 JSON file into `SquadExample`s.
-
-    Args:
-        path: the JSON file (`{"data": [{"paragraphs": [{"context", "qas": [...]}]}]}`).
-
-    Returns:
-        A list of `SquadExample`, in file order.
-
-    Raises:
-        DataError: naming the file and the JSON location of a missing field, or of an
-            answer whose text is not found at its `answer_start` in the context.
-
-    Example:
-    >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "dev.json")
-    >>> qa = {"id": "q1", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]}
-    >>> _ = open(path, "w").write(json.dumps(
-    ...     {"data": [{"paragraphs": [{"context": "Ada wrote it.", "qas": [qa]}]}]}))
-    >>> load_squad(path)[0].answers
-    ['Ada']
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            root = json.load(f)
-    except FileNotFoundError:
-        raise DataError("no such file", path=path) from None
-    except json.JSONDecodeError as error:
-        raise DataError(f"malformed JSON at character {error.colno}: {error.msg}",
-                        path=path, line=error.lineno) from None
-
-    def get(node, key, where, kind):
-        if not isinstance(node, dict) or not isinstance(node.get(key), kind):
-            raise DataError(f"{where}: expected a {kind.__name__} {key!r}", path=path)
-        return node[key]
-
-    examples = []
-    for a, article in enumerate(get(root, "data", "top level", list)):
-        for p, paragraph in enumerate(get(article, "paragraphs", f"data[{a}]", list)):
-            where = f"data[{a}].paragraphs[{p}]"
-            context = get(paragraph, "context", where, str)
-            for q, qa in enumerate(get(paragraph, "qas", where, list)):
-                where_qa = f"{where}.qas[{q}]"
-                qas_id = get(qa, "id", where_qa, str)
-                impossible = bool(qa.get("is_impossible", False))
-                answers = [] if impossible else get(qa, "answers", where_qa, list)
-                for n, answer in enumerate(answers):
-                    for key, kind in (("text", str), ("answer_start", int)):
-                        get(answer, key, f"{where_qa}.answers[{n}]", kind)
-                examples.append(squad_example(
-                    qas_id, get(qa, "question", where_qa, str), context,
-                    [answer["text"] for answer in answers],
-                    [answer["answer_start"] for answer in answers], impossible,
-                    where=f"{path}, {where_qa}"))
-    return examples
-
-
-def squad_example(qas_id, question, context, answers, answer_starts, is_impossible=False,
-                  where=None):
-    """A `SquadExample`, checked: every answer must sit at its start offset in the context.
-
-    Raises:
-        DataError: naming `where` (the source), the question id and the misplaced answer.
-    """
-    for text, start in zip(answers, answer_starts, strict=True):
-        found = context[start:start + len(text)]
-        if found != text:
-            raise DataError(f"question {qas_id!r}: answer {text!r} is not at answer_start "
-                            f"{start} of the context (found {found!r} there)", path=where)
-    return SquadExample(qas_id, question, context, list(answers), list(answer_starts),
-                        is_impossible)
+from keras_bert_core.tasks.serving import ServingTask, offset_at
 
 
 @dataclasses.dataclass
@@ -139,6 +36,7 @@ class SquadFeatures:
             token's end; -1 outside the context.
 
     Example (see `squad_features`, which makes them):
+    >>> from keras_bert_core.tasks.squad import SquadExample
     >>> from keras_bert_core.text.tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "wrote", "it"]
     >>> features = squad_features([SquadExample("q1", "Who?", "Ada wrote it.")],
@@ -211,6 +109,7 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
         A `SquadFeatures`.
 
     Example:
+    >>> from keras_bert_core.tasks.squad import SquadExample
     >>> from keras_bert_core.text.tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada", "?"]
     >>> example = SquadExample("q1", "Who wrote it?", "Ada wrote it.", ["Ada"], [0])
@@ -273,9 +172,10 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
         **arrays)
 
 
-def extract_answers(examples, features, start_logits, end_logits, n_best_size=20,
-                    max_answer_length=30, null_score_threshold=None):
-    """Picks each question's best answer span across its windows, as original context text.
+def answers(examples, features, start_logits, end_logits, n_best_size=20,
+            max_answer_length=30, null_score_threshold=None):
+    """A fine-tuned `BertSpanLabeler`'s answers: each question's best span across its
+    windows, as original context text with its character offsets.
 
     In every window the `n_best_size` highest start and end logits over context tokens are
     paired; spans with `start <= end` and at most `max_answer_length` pieces are scored by
@@ -285,7 +185,8 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
     Args:
         examples: the `SquadExample`s the features were made from.
         features: their `SquadFeatures`.
-        start_logits: float `[num_windows, max_seq_length]`.
+        start_logits: float `[num_windows, max_seq_length]`, e.g.
+            `model.predict(features.inputs)["start_logits"]`.
         end_logits: float `[num_windows, max_seq_length]`.
         n_best_size: start and end candidates considered per window.
         max_answer_length: longest answer, in pieces.
@@ -294,9 +195,12 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
             `None` (SQuAD 1.1) always answers with a span.
 
     Returns:
-        A dict from `qas_id` to the answer text ("" for no answer).
+        One JSON-ready dict per example, in order: `{"id", "question", "answer",
+        "answer_start", "answer_end"}`, where `context[answer_start:answer_end] == answer`;
+        the answer "" and offsets `None` for no answer.
 
     Example:
+    >>> from keras_bert_core.tasks.squad import SquadExample
     >>> from keras_bert_core.text.tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada"]
     >>> example = SquadExample("q1", "Who wrote it?", "Ada wrote it.")
@@ -304,11 +208,8 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
     ...                           doc_stride=4, max_query_length=8)
     >>> logits = np.zeros((1, 12), "float32")
     >>> logits[0, 6] = 5.0  # "Ada", as start and as end
-    >>> extract_answers([example], features, logits, logits, null_score_threshold=0.0)
-    {'q1': 'Ada'}
-    >>> logits[0, 0] = 6.0  # [CLS] now outscores the span: no answer
-    >>> extract_answers([example], features, logits, logits, null_score_threshold=0.0)
-    {'q1': ''}
+    >>> answers([example], features, logits, logits)
+    [{'id': 'q1', 'question': 'Who wrote it?', 'answer': 'Ada', 'answer_start': 0, 'answer_end': 3}]
     """
     start_logits = np.asarray(start_logits, np.float32)
     end_logits = np.asarray(end_logits, np.float32)
@@ -318,7 +219,7 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
                          f"must both have the features' shape {features.char_starts.shape}")
     positions = np.arange(start_logits.shape[1])
     span_lengths = positions[None, :] - positions[:, None] + 1  # [start, end] -> pieces
-    best = {}  # example index -> (score, text)
+    best = {}  # example index -> (score, first character, end character)
     null_scores = {}
     for row, index in enumerate(features.example_index):
         starts, ends = features.char_starts[row], features.char_ends[row]
@@ -334,80 +235,123 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
         scores[(lengths < 1) | (lengths > max_answer_length)] = -np.inf
         i, j = np.unravel_index(np.argmax(scores), scores.shape)
         if np.isfinite(scores[i, j]) and scores[i, j] > best.get(index, (-np.inf,))[0]:
-            context = examples[index].context
-            best[index] = (scores[i, j], context[starts[top_starts[i, 0]]:ends[top_ends[0, j]]])
-    answers = {}
+            best[index] = (scores[i, j], int(starts[top_starts[i, 0]]),
+                           int(ends[top_ends[0, j]]))
+    results = []
     for index, null_score in null_scores.items():
-        score, text = best.get(index, (-np.inf, ""))
+        example = examples[index]
+        score, begin, end = best.get(index, (-np.inf, None, None))
         if null_score_threshold is not None and null_score - score > null_score_threshold:
-            text = ""
-        answers[examples[index].qas_id] = text
-    return answers
+            begin = end = None
+        results.append({"id": example.qas_id, "question": example.question,
+                        "answer": "" if begin is None else example.context[begin:end],
+                        "answer_start": begin, "answer_end": end})
+    return results
 
 
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(text):
-    """SQuAD's official normalization: lowercase, drop punctuation, articles, extra spaces.
-
-    Example:
-    >>> normalize_answer("The  Eiffel-Tower!")
-    'eiffeltower'
-    """
-    text = "".join(c for c in text.lower() if c not in _PUNCTUATION)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def exact_match_score(prediction, truth):
-    """1.0 when the normalized texts are equal, else 0.0."""
-    return float(normalize_answer(prediction) == normalize_answer(truth))
-
-
-def f1_score(prediction, truth):
-    """Bag-of-words F1 between normalized texts; an empty text only matches an empty text.
-
-    Example:
-    >>> round(f1_score("the Eiffel tower", "Eiffel tower in Paris"), 3)
-    0.667
-    """
-    predicted, gold = normalize_answer(prediction).split(), normalize_answer(truth).split()
-    if not predicted or not gold:
-        return float(predicted == gold)
-    common = sum((collections.Counter(predicted) & collections.Counter(gold)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(predicted), common / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def squad_metrics(predictions, examples):
-    """Exact match and F1 in percent, each the best over a question's gold answers.
-
-    A question with no gold answer (SQuAD 2.0 impossible) is right only when the prediction
-    is empty; a question missing from `predictions` scores 0, as in the official script.
-
-    Args:
-        predictions: dict from `qas_id` to predicted answer text.
-        examples: the `SquadExample`s with their gold answers.
+def extract_answers(examples, features, start_logits, end_logits, n_best_size=20,
+                    max_answer_length=30, null_score_threshold=None):
+    """The answer texts of `answers` by question id, as SQuAD's scoring takes them.
 
     Returns:
-        `{"exact_match": float, "f1": float}`.
+        A dict from `qas_id` to the answer text ("" for no answer).
 
     Example:
-    >>> example = SquadExample("q1", "Who?", "Ada wrote it.", ["Ada"], [0])
-    >>> squad_metrics({"q1": "ada"}, [example])
-    {'exact_match': 100.0, 'f1': 100.0}
+    >>> from keras_bert_core.tasks.squad import SquadExample
+    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada"]
+    >>> example = SquadExample("q1", "Who wrote it?", "Ada wrote it.")
+    >>> features = squad_features([example], BertTokenizer(vocab), max_seq_length=12,
+    ...                           doc_stride=4, max_query_length=8)
+    >>> logits = np.zeros((1, 12), "float32")
+    >>> logits[0, 6] = 5.0  # "Ada", as start and as end
+    >>> extract_answers([example], features, logits, logits, null_score_threshold=0.0)
+    {'q1': 'Ada'}
+    >>> logits[0, 0] = 6.0  # [CLS] now outscores the span: no answer
+    >>> extract_answers([example], features, logits, logits, null_score_threshold=0.0)
+    {'q1': ''}
     """
-    if not examples:
-        raise ValueError("squad_metrics needs at least one example")
-    exact = f1 = 0.0
-    for example in examples:
-        if example.qas_id not in predictions:
-            continue
-        prediction = predictions[example.qas_id]
-        truths = [text for text in example.answers if normalize_answer(text)] or [""]
-        exact += max(exact_match_score(prediction, truth) for truth in truths)
-        f1 += max(f1_score(prediction, truth) for truth in truths)
-    return {"exact_match": 100.0 * exact / len(examples), "f1": 100.0 * f1 / len(examples)}
+    return {answer["id"]: answer["answer"] for answer in answers(
+        examples, features, start_logits, end_logits, n_best_size, max_answer_length,
+        null_score_threshold)}
+
+
+class SpanQuestionAnswering(ServingTask):
+    """The best answer span of `BertSpanLabeler` within the context, and its text.
+
+    The question is the first segment, the context the second. The best span maximizes
+    `start_logit + end_logit` over context tokens with `start <= end < start +
+    max_answer_length`. A row without context tokens answers index 0 (`[CLS]`) with the
+    null score `start_logits[0] + end_logits[0]` and an empty answer.
+
+    Args:
+        max_answer_length: longest answer, in wordpieces.
+
+    Example:
+    >>> task = SpanQuestionAnswering(max_answer_length=2)
+    >>> # [CLS] question [SEP] three context pieces [SEP]
+    >>> features = {"segment_ids": tf.constant([[0, 0, 0, 1, 1, 1, 1]]),
+    ...             "padding_mask": tf.ones([1, 7], tf.int32)}
+    >>> logits = {"start_logits": tf.constant([[0.0, 0, 0, 1, 5, 0, 9]]),
+    ...           "end_logits": tf.constant([[0.0, 0, 0, 0, 1, 6, 9]])}
+    >>> outputs = task.outputs(logits, features)  # never the final [SEP], at most 2 pieces
+    >>> outputs["start_index"].numpy().tolist(), outputs["end_index"].numpy().tolist()
+    ([4], [5])
+    """
+
+    text_inputs = ("question", "context")
+
+    def __init__(self, max_answer_length=30):
+        super().__init__(pairs=True)
+        if not isinstance(max_answer_length, int) or max_answer_length < 1:
+            raise ValueError(f"max_answer_length must be a positive integer, "
+                             f"got {max_answer_length!r}")
+        self.max_answer_length = max_answer_length
+
+    def encode(self, preprocessor, texts, static_shape, with_offsets=True):
+        if not with_offsets:
+            return super().encode(preprocessor, texts, static_shape)
+        tokenizer = preprocessor.tokenizer
+        question = tokenizer(texts["question"])
+        context, starts, ends = tokenizer.tokenize_with_offsets(texts["context"])
+        features = preprocessor.packer((question, context), static_shape=static_shape)
+        return features, (starts, ends)
+
+    def outputs(self, model_outputs, features):
+        start_logits = model_outputs["start_logits"]
+        end_logits = model_outputs["end_logits"]
+        # Context tokens: segment 1 but its closing [SEP] (the last real token).
+        context = (features["segment_ids"] == 1) & (features["padding_mask"] > 0)
+        context &= tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
+        seq_length = tf.shape(start_logits)[1]
+        position = tf.range(seq_length)
+        span_length = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)  # [start, end]
+        allowed = (span_length >= 0) & (span_length < self.max_answer_length)
+        allowed = (tf.expand_dims(allowed, 0) & tf.expand_dims(context, 2)
+                   & tf.expand_dims(context, 1))
+        scores = tf.expand_dims(start_logits, 2) + tf.expand_dims(end_logits, 1)
+        flat_shape = [tf.shape(scores)[0], -1]
+        scores = tf.reshape(tf.where(allowed, scores, tf.float32.min), flat_shape)
+        found = tf.reduce_any(tf.reshape(allowed, flat_shape), axis=-1)
+        best = tf.argmax(scores, axis=-1, output_type=tf.int32)
+        return {
+            "start_logits": start_logits,
+            "end_logits": end_logits,
+            "start_index": tf.where(found, best // seq_length, 0),
+            "end_index": tf.where(found, best % seq_length, 0),
+            "score": tf.where(found, tf.reduce_max(scores, axis=-1),
+                              start_logits[:, 0] + end_logits[:, 0]),
+        }
+
+    def offset_outputs(self, outputs, features, offsets):
+        starts, ends = offsets
+        # Context piece k sits at `first + k`, right after the question's [SEP].
+        first = tf.argmax(features["segment_ids"], axis=1, output_type=tf.int32)
+        found = outputs["start_index"] > 0
+        begin = tf.where(found, offset_at(starts, outputs["start_index"] - first), 0)
+        end = tf.where(found, offset_at(ends, outputs["end_index"] - first), 0)
+        return {"answer_start": begin, "answer_end": end}
+
+    def text_outputs(self, outputs, features, texts, offsets):
+        begin, end = outputs["answer_start"], outputs["answer_end"]
+        return {"answer": tf.strings.substr(texts["context"], begin, end - begin)}

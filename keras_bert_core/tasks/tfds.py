@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert_core.errors import DataError
-from keras_bert_core.text.squad import squad_example
-from keras_bert_core.text.tagging import TaggingData
-from keras_bert_core.text.task_data import TextClassificationData
+from keras_bert_core.tasks.classification import TextClassificationData
+from keras_bert_core.tasks.conll import TaggingData
+from keras_bert_core.tasks.squad import squad_example
 
 # GLUE task -> (text feature, pair feature or None), as TFDS names them.
 GLUE_TEXT_COLUMNS = {

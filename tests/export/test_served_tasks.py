@@ -8,13 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras_bert_core as kbc
-from keras_bert_core.export import export_tflite, tasks
-from keras_bert_core.models.classifier import BertClassifier
-from keras_bert_core.models.span_labeler import BertSpanLabeler
-from keras_bert_core.models.token_classifier import BertTokenClassifier
+from keras_bert_core.export import export_tflite
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from tests.export.helpers import NUM_CHOICES, ROOT, SEQ_LENGTH, TAG_NAMES, bag_of_words_model
+from tests.export.helpers import NUM_CHOICES, ROOT, SEQ_LENGTH, TAG_NAMES
 
 QUESTIONS = ["Who wrote the first program?", "When was it written?", "Where?", "Why?"]
 CONTEXTS = ["Ada Lovelace wrote the first computer program, for Babbage's engine.",
@@ -40,37 +36,6 @@ def _best_span(start_logits, end_logits, segment_ids, padding_mask, max_length=3
     spans = [(start_logits[i] + end_logits[j], i, j)
              for i in context for j in context if 0 <= j - i < max_length]
     return max(spans) if spans else None
-
-
-def test_the_task_follows_the_model_class(char_vocab_file):
-    preprocessor = BertPreprocessor(str(char_vocab_file), seq_length=16)
-    encoder = kbc.BertEncoder(kbc.BertConfig.preset(
-        "tiny", vocab_size=len(preprocessor.vocabulary), max_position_embeddings=16))
-    cases = [
-        (BertClassifier(encoder, num_classes=2), {}, tasks.Classification, ("text",)),
-        (BertClassifier(encoder, num_classes=2), {"pairs": True}, tasks.Classification,
-         ("text_a", "text_b")),
-        (BertClassifier(encoder, num_classes=1), {}, tasks.Regression, ("text",)),
-        (BertSpanLabeler(encoder), {"pairs": True}, tasks.SpanQuestionAnswering,
-         ("question", "context")),
-        (BertTokenClassifier(encoder, num_classes=3), {}, tasks.TokenTagging, ("text",)),
-        (encoder, {}, tasks.Embedding, ("text",)),
-        (bag_of_words_model(len(preprocessor.vocabulary)), {}, tasks.RawOutputs, ("text",)),
-    ]
-    for model, options, kind, inputs in cases:
-        task = tasks.serving_task(model, preprocessor, **options)
-        assert type(task) is kind and task.text_inputs == inputs, model.name
-    regression = tasks.serving_task(cases[2][0], preprocessor)
-    assert regression.outputs(tf.constant([[0.5], [2.0]]), None)["score"].numpy().tolist() == [
-        0.5, 2.0]
-    small = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100,
-                                                  max_position_embeddings=16))
-    with pytest.raises(ValueError, match=f"vocabulary has {len(preprocessor.vocabulary)} "
-                                         "tokens but the model's word embeddings have only "
-                                         "100 rows"):
-        tasks.serving_task(BertClassifier(small, num_classes=2), preprocessor)
-    with pytest.raises(ValueError, match="max_answer_length must be a positive integer"):
-        tasks.serving_task(cases[3][0], preprocessor, max_answer_length=0)
 
 
 def test_pairs_classifier_reads_text_a_and_text_b(task_models, task_signatures, preprocessor):

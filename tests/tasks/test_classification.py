@@ -3,28 +3,10 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_core.text.preprocessor import BertPreprocessor
-from keras_bert_core.text.task_data import (
-    DataError,
-    MultipleChoiceData,
-    classification_dataset,
-    load_multiple_choice,
-    load_text_classification,
-    multiple_choice_dataset,
-    read_records,
-)
-
-DATA = os.path.join(os.path.dirname(__file__), "data", "tasks")
-VOCAB = os.path.join(DATA, "vocab.txt")
-
-
-def write(tmp_path, name, text):
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return str(path)
+from keras_bert_core.errors import DataError
+from keras_bert_core.tasks.classification import classification_dataset, load_text_classification
+from keras_bert_core.tasks.records import read_records
+from tests.tasks.helpers import DATA, write
 
 
 def test_csv_with_quotes_and_label_vocabulary():
@@ -96,38 +78,6 @@ def test_missing_file_and_explicit_format(tmp_path):
         (2, {"text": "hello", "label": "greeting"})]
 
 
-def test_multiple_choice_file_and_text_pairs():
-    data = load_multiple_choice(os.path.join(DATA, "choices.jsonl"), context_column="context")
-    assert data.num_choices == 3 and len(data) == 3
-    assert data.labels.tolist() == [0, 0, 1]
-    firsts, seconds = data.text_pairs()
-    assert firsts[:3] == ["Ada opened the fridge."] * 3
-    assert seconds[:2] == ["She took out the milk.", "She took out the moon."]
-    plain = MultipleChoiceData(["Sky?"], [["blue", "red"]], None)
-    assert plain.text_pairs() == (["Sky?", "Sky?"], ["blue", "red"])
-
-
-@pytest.mark.parametrize("line, match", [
-    ('{"question": "q", "choices": ["a", "b", "c"], "label": 3}',
-     r"line 2, column 'label': label must be a choice index in \[0, 3\), got 3"),
-    ('{"question": "q", "choices": ["a", "b"], "label": 0}',
-     r"line 2, column 'choices': expected 3 choices, found 2"),
-    ('{"question": "q", "choices": "a b c", "label": 0}',
-     r"line 2, column 'choices': expected a list of choice texts"),
-    ('{"choices": ["a", "b", "c"], "label": 0}', r"line 2, column 'question': missing"),
-])
-def test_multiple_choice_errors(tmp_path, line, match):
-    first = '{"question": "q", "choices": ["a", "b", "c"], "label": 1}\n'
-    path = write(tmp_path, "mc.jsonl", first + line + "\n")
-    with pytest.raises(DataError, match=match):
-        load_multiple_choice(path)
-
-
-@pytest.fixture(scope="module")
-def preprocessor():
-    return BertPreprocessor(VOCAB, seq_length=16, lower_case=True, static_shape=False)
-
-
 def test_classification_dataset_training_is_static_and_complete(preprocessor):
     data = load_text_classification(os.path.join(DATA, "sentiment.csv"), text_column="review")
     dataset = classification_dataset(data, preprocessor, batch_size=2, training=True, seed=1)
@@ -158,16 +108,3 @@ def test_classification_dataset_pairs_and_inference_padding(preprocessor):
                                          text_column="review", label_column=None)
     batch = next(iter(classification_dataset(unlabeled, preprocessor, batch_size=5)))
     assert set(batch) == {"token_ids", "segment_ids", "padding_mask"}
-
-
-def test_multiple_choice_dataset_shapes(preprocessor):
-    data = load_multiple_choice(os.path.join(DATA, "choices.jsonl"), context_column="context")
-    dataset = multiple_choice_dataset(data, preprocessor, batch_size=2, training=True, seed=0)
-    assert dataset.element_spec[0]["token_ids"].shape.as_list() == [2, 3, 16]
-    features, labels = next(iter(multiple_choice_dataset(data, preprocessor, batch_size=3)))
-    assert features["token_ids"].shape[:2] == (3, 3) and labels.numpy().tolist() == [0, 0, 1]
-    # Row (question 1, choice 2) holds exactly that pair.
-    expected = preprocessor(("Ada opened the fridge.", "She took out a river."),
-                            static_shape=False)["token_ids"].numpy()
-    row = features["token_ids"][0, 2].numpy()
-    assert row[:len(expected)].tolist() == expected.tolist() and not row[len(expected):].any()
