@@ -19,7 +19,11 @@ import tempfile
 
 import keras_bert_core as kbc
 from keras_bert_core.models.classifier import BertClassifier
-from keras_bert_core.tasks.classification import classification_dataset, load_text_classification
+from keras_bert_core.tasks.classification import (
+    answers,
+    classification_dataset,
+    load_text_classification,
+)
 from keras_bert_core.text import BertPreprocessor
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
 from keras_bert_core.training import create_optimizer
@@ -88,7 +92,8 @@ def main():
     print(f"sentiment accuracy {accuracy:.2f}")
     logits = model.predict(preprocessor(["The music was superb.", "The plot was dull."]),
                            verbose=0)
-    print("predictions:", [labels[i] for i in logits.argmax(-1)])
+    # Label names and probabilities, as `kbc predict` prints them.
+    print("predictions:", answers(logits, labels, decimals=3))
 
     # Pairs: the preprocessor packs (a, b) as [CLS] a [SEP] b [SEP], segment ids 0 then 1.
     # (The same encoder object continues from the sentiment fine-tuning here.)
@@ -97,7 +102,7 @@ def main():
     print(f"paraphrase accuracy {accuracy:.2f}")
     logits = model.predict(preprocessor((["I liked the cast."], ["The cast was lovely."])),
                            verbose=0)
-    print("pair prediction:", labels[int(logits.argmax(-1)[0])])
+    print("pair prediction:", answers(logits, labels)[0]["label"])
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import pathlib
 from _setup import encoder_and_vocab  # examples/_setup.py
 
 from keras_bert_core.models.span_labeler import BertSpanLabeler
-from keras_bert_core.tasks.question_answering import extract_answers, squad_features
+from keras_bert_core.tasks.question_answering import answers, squad_features
 from keras_bert_core.tasks.squad import load_squad, squad_metrics
 from keras_bert_core.text import BertTokenizer
 from keras_bert_core.training import create_optimizer
@@ -58,11 +58,12 @@ def main():
                                   doc_stride=16, max_query_length=16)
     logits = model.predict(dev_features.inputs, verbose=0)
     # SQuAD 2.0 (unanswerable questions): pass null_score_threshold=0.0.
-    answers = extract_answers(dev, dev_features, logits["start_logits"], logits["end_logits"])
-    for example in dev[:3]:
-        print(f"{example.question!r} -> {answers[example.qas_id]!r} "
-              f"(gold {example.answers[0]!r})")
-    print(squad_metrics(answers, dev))
+    # Answer text cut from the context, with its character offsets.
+    predicted = answers(dev, dev_features, logits["start_logits"], logits["end_logits"])
+    for answer, example in zip(predicted[:3], dev, strict=False):
+        print(f"{answer['question']!r} -> {answer['answer']!r} at characters "
+              f"{answer['answer_start']}:{answer['answer_end']} (gold {example.answers[0]!r})")
+    print(squad_metrics({answer["id"]: answer["answer"] for answer in predicted}, dev))
 
 
 if __name__ == "__main__":
