@@ -14,10 +14,10 @@ from keras_bert_core.export.limits import (
     check_limits,
     limit_batch,
 )
-from keras_bert_core.export.tasks import serving_task
+from keras_bert_core.export.op_allowlists import graph_op_types, unsupported_tf_serving_ops
 from keras_bert_core.export.warmup import write_warmup_requests
 from keras_bert_core.files import replaced_when_complete
-from keras_bert_core.text.op_allowlists import graph_op_types, unsupported_tf_serving_ops
+from keras_bert_core.tasks.serving import serving_task
 from keras_bert_core.text.tokenizer import cut_texts
 
 SIGNATURES = ("serving_default", "predict_ids", "tokenize")

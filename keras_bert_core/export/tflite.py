@@ -8,10 +8,10 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.export.limits import MAX_TEXT_BYTES, check_limits
+from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from keras_bert_core.export.saved_model import serving_module
-from keras_bert_core.export.tasks import serving_task
 from keras_bert_core.files import replaced_when_complete
-from keras_bert_core.text.op_allowlists import tflite_op_types, unsupported_tflite_ops
+from keras_bert_core.tasks.serving import serving_task
 from keras_bert_core.text.preprocessor import BertPreprocessor
 
 QUANTIZATIONS = (None, "dynamic", "float16", "int8")
