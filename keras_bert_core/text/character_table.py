@@ -5,7 +5,8 @@ time, so a table says for every code point what the reference makes of it: remov
 whitespace, an isolated one-character word (punctuation, CJK ideograph) or a word character,
 and the characters it normalizes to (uncased: NFD without accents, lower case; at most three,
 a Hangul syllable's jamo). ``character_table.npz`` holds it for both casings; it is made from
-the reference pipeline's own character normalization (``tokenizer.normalize_characters``) by
+the reference pipeline's own character normalization
+(``character_normalization.normalize_characters``) by
 
     python -m keras_bert_core.text.character_table
 
@@ -35,8 +36,8 @@ def compute_normalization(lower_case):
     normalized code points, 0-padded (surrogates are removed)."""
     import tensorflow as tf
 
-    # Imported here: the tokenizer imports this module.
-    from keras_bert_core.text.tokenizer import normalize_characters
+    # Imported here: character_normalization imports this module.
+    from keras_bert_core.text.character_normalization import normalize_characters
 
     code_points = np.arange(NUM_CODE_POINTS, dtype=np.int32)
     code_points = code_points[(code_points < 0xD800) | (code_points > 0xDFFF)]

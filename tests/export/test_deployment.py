@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_bert_core.export import export_saved_model, export_tflite
 from keras_bert_core.export.limits import MAX_BATCH_SIZE
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from keras_bert_core.text.tokenizer import cut_texts
+from keras_bert_core.text.string_batches import cut_texts
 from tests.export.helpers import ROOT, bag_of_words_model
 
 

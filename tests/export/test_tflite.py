@@ -17,7 +17,7 @@ from keras_bert_core.export.op_allowlists import (
     unsupported_tflite_ops,
 )
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from keras_bert_core.text.tokenizer import cut_texts
+from keras_bert_core.text.string_batches import cut_texts
 from tests.export.helpers import (
     LABEL_NAMES,
     ROOT,

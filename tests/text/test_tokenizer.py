@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.text import BertTokenizer
-from keras_bert_core.text import tokenizer as tokenizer_module
+from keras_bert_core.text import BertTokenizer, string_batches
 from tests.text.fuzz_texts import (
     as_reference_text,
     fuzz_texts,
@@ -176,7 +175,7 @@ def test_routes_in_two_halves_keep_every_row_in_place(vocab_file, corpus):
     # side: each row must come back as it does alone.
     non_ascii = [line for line in corpus if not line.isascii()]
     ascii_lines = [line for line in corpus if line.isascii()]
-    rows = tokenizer_module._ROWS_TO_SPLIT_A_ROUTE + 5
+    rows = string_batches._ROWS_TO_SPLIT_A_ROUTE + 5
     lines = [line for pair in zip(non_ascii[:rows], ascii_lines, strict=False) for line in pair]
     tokenizer = BertTokenizer(vocab_file)
     together = tokenizer.tokenize_with_offsets(lines)
@@ -343,7 +342,7 @@ def test_max_text_bytes_tokenizes_the_text_cut_at_a_character_boundary(tflite_co
     vocab = SPECIALS + chars + ["##" + c for c in chars]
     whole = BertTokenizer(vocab, tflite_compatible=tflite_compatible)
     for max_bytes in (4, 5, 6, 7, 8, 9, 12, 14, 17, 21):
-        cut = tokenizer_module.cut_texts(tf.constant(texts), max_bytes)
+        cut = string_batches.cut_texts(tf.constant(texts), max_bytes)
         ours = BertTokenizer(vocab, tflite_compatible=tflite_compatible,
                              max_text_bytes=max_bytes).tokenize_with_offsets(texts)
         # The cut texts begin the texts: the same offsets index the original ones.
