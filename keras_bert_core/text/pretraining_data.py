@@ -132,14 +132,14 @@ def pretraining_dataset(
 
     Example:
 
-    >>> import os, tempfile
+    >>> import tempfile
     >>> from keras_bert_core.text.tokenizer import BertTokenizer
-    >>> corpus = os.path.join(tempfile.mkdtemp(), "corpus.txt")
-    >>> _ = open(corpus, "w").write("The fox runs.\\nThe fox sleeps.\\n\\nThe dog runs.\\n")
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox",
-    ...                            "dog", "runs", "sleeps", "."])
-    >>> x, y, sample_weight = next(iter(pretraining_dataset(
-    ...     corpus, tokenizer, seq_length=16, max_predictions_per_seq=2, batch_size=2, seed=1)))
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("The fox runs.\\nThe fox sleeps.\\n\\nThe dog runs.\\n")
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "dog", "runs", "."]
+    >>> ds = pretraining_dataset(f.name, BertTokenizer(vocab), seq_length=16,
+    ...                          max_predictions_per_seq=2, batch_size=2, seed=1)
+    >>> x, y, sample_weight = next(iter(ds))
     >>> x["token_ids"].shape.as_list(), y["mlm"].shape.as_list(), y["nsp"].shape.as_list()
     ([2, 16], [2, 2], [2])
 
