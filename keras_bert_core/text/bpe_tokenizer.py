@@ -201,8 +201,8 @@ class BytePairTokenizer(keras.layers.Layer):
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
             self._byte_ids = tf.constant([self.vocabulary[symbols[b]] for b in range(256)],
-                                         tf.int32)
-            self._merged_ids = tf.constant(merged_ids or [0], tf.int32)
+                                         tf.int64)
+            self._merged_ids = tf.constant(merged_ids or [0], tf.int64)
             self._merge_ranks = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
                     tf.constant(list(ranks), tf.int64),
@@ -381,19 +381,17 @@ class BytePairTokenizer(keras.layers.Layer):
         character per byte (U+0000 to U+00FF)."""
         word_bytes = tf.strings.unicode_decode(words, "UTF-8")
         num_words = tf.shape(words)[0]
+        # int64 ids: pair keys need no casts.
         symbols = tf.gather(self._byte_ids, word_bytes.flat_values)
         symbol_words = tf.cast(word_bytes.value_rowids(), tf.int32)
-        num_ids = tf.constant(self._num_ids, tf.int64)
 
         def merge_step(symbols, symbol_words, done_symbols, done_words):
-            # Words are runs of equal ids in `symbol_words`, numbered from 0 here.
-            starts_word = tf.concat([[True], symbol_words[1:] != symbol_words[:-1]], 0)
-            local_word = tf.cumsum(tf.cast(starts_word, tf.int32)) - 1
-            pair_word = local_word[:-1]
-            keys = tf.cast(symbols[:-1], tf.int64) * num_ids + tf.cast(symbols[1:], tf.int64)
-            ranks = tf.where(starts_word[1:], _NO_MERGE, self._merge_ranks.lookup(keys))
-            # Words without pairs get the dtype's maximum, _NO_MERGE.
-            best = tf.math.unsorted_segment_min(ranks, pair_word, local_word[-1] + 1)
+            pair_word = symbol_words[:-1]
+            keys = symbols[:-1] * self._num_ids + symbols[1:]
+            ranks = tf.where(pair_word == symbol_words[1:], self._merge_ranks.lookup(keys),
+                             _NO_MERGE)
+            # A word without pairs gets the dtype's maximum, _NO_MERGE.
+            best = tf.math.unsorted_segment_min(ranks, pair_word, num_words)
             candidates = (ranks == tf.gather(best, pair_word)) & (ranks < _NO_MERGE)
             # Equal ranks are the same pair; where they overlap (a run of equal symbols)
             # take every other one, from the left of the run.
@@ -403,24 +401,26 @@ class BytePairTokenizer(keras.layers.Layer):
             run_start = tf.math.unsorted_segment_max(
                 tf.where(blocked, position, -1), run, tf.size(ranks) + 1)
             selected = candidates & ((position - tf.gather(run_start, run)) % 2 == 1)
-            merged = tf.gather(self._merged_ids, tf.where(selected, ranks, 0))
-            new_symbols = tf.where(tf.concat([selected, [False]], 0),
-                                   tf.concat([merged, symbols[-1:]], 0), symbols)
-            absorbed = tf.concat([[False], selected], 0)
+            new_symbols = tf.where(
+                tf.concat([selected, [False]], 0),
+                tf.concat([tf.gather(self._merged_ids, tf.where(selected, ranks, 0)),
+                           symbols[-1:]], 0),
+                symbols)
             # Words with nothing left to merge are set aside.
-            finished = tf.gather(tf.equal(best, _NO_MERGE), local_word)
-            done_symbols = tf.concat([done_symbols, tf.boolean_mask(symbols, finished)], 0)
-            done_words = tf.concat([done_words, tf.boolean_mask(symbol_words, finished)], 0)
-            active = ~finished & ~absorbed
-            return (tf.boolean_mask(new_symbols, active),
-                    tf.boolean_mask(symbol_words, active), done_symbols, done_words)
+            finished = tf.gather(tf.equal(best, _NO_MERGE), symbol_words)
+            done = tf.where(finished)[:, 0]
+            done_symbols = tf.concat([done_symbols, tf.gather(symbols, done)], 0)
+            done_words = tf.concat([done_words, tf.gather(symbol_words, done)], 0)
+            kept = tf.where(~finished & ~tf.concat([[False], selected], 0))[:, 0]
+            return (tf.gather(new_symbols, kept), tf.gather(symbol_words, kept), done_symbols,
+                    done_words)
 
         # Not a constant of shape [0]: Grappler then folds the loop's outputs to size 0.
-        empty = symbols[:0]
+        no_symbols, no_words = symbols[:0], symbol_words[:0]
         _, _, done_symbols, done_words = tf.while_loop(
             lambda symbols, *_: tf.size(symbols) > 0,
             merge_step,
-            (symbols, symbol_words, empty, empty),
+            (symbols, symbol_words, no_symbols, no_words),
             shape_invariants=(tf.TensorShape([None]),) * 4,
         )
         # Words leave whole and in order, so each word's tokens are contiguous: place them
@@ -430,7 +430,8 @@ class BytePairTokenizer(keras.layers.Layer):
         position = tf.range(tf.size(done_words))
         first = tf.math.unsorted_segment_min(position, done_words, num_words)
         destination = tf.gather(row_splits, done_words) + position - tf.gather(first, done_words)
-        tokens = tf.gather(done_symbols, tf.math.invert_permutation(destination))
+        tokens = tf.cast(tf.gather(done_symbols, tf.math.invert_permutation(destination)),
+                         tf.int32)
         return tf.RaggedTensor.from_row_splits(tokens, tf.cast(row_splits, tf.int64),
                                                validate=False)
 
