@@ -14,7 +14,9 @@ offsets). Three steps, all TensorFlow core ops plus tf.text's ``RegexSplitWithOf
    cuts the text before their last character; the GPT-2 regex, with plain ``\\s+``, then
    splits each piece. The character classes are written out so that RE2 matches what
    ``tokenizers`` (Oniguruma) matches: ``\\s`` is Unicode's White_Space, and letters and
-   digits assigned in Unicode 16, which RE2's tables lack, are listed.
+   digits assigned in Unicode 16, which RE2's tables lack, are listed. ASCII texts take the
+   same pattern with ASCII classes, which RE2 runs about three times as fast. tf.text's
+   split stops at a NUL byte, so it splits a copy where NUL reads as U+0001 (same class).
 2. Byte-pair merges. Words are deduplicated (a batch repeats most of its words), read as
    bytes, and each byte becomes the id of its GPT-2 byte symbol (the printable byte itself,
    or a character from U+0100 up for the others). A ``tf.while_loop`` then merges, in every
