@@ -33,6 +33,10 @@ def add_arguments(parser):
                              "serve, one a line (UTF-8; a pair task's two texts "
                              "tab-separated, or JSON lines keyed by the inputs); the int8 "
                              "labels are checked against float32 on them")
+    parser.add_argument("--tflite-fixed-shape", action="store_true",
+                        help="pad every text of the .tflite files to the run's seq_length, "
+                             "for delegates that need fixed tensor shapes (GPU, NNAPI); by "
+                             "default a call is padded to its longest text only")
     parser.add_argument("--name", help="write the SavedModel in TF Serving's layout, "
                                        "<output>/<name>/1, instead of <output>/saved_model")
     # Defaults: export_saved_model's (see export/README.md), not copied here.
@@ -50,17 +54,23 @@ def tflite_file(variant):
     return "model.tflite" if variant == "float32" else f"model_{variant}.tflite"
 
 
+def _task_options(task):
+    """The exporters' options that come from the fine-tuning task."""
+    return {"pairs": getattr(task, "pairs", False),
+            "label_names": task.settings.get("label_names"),
+            "max_answer_length": task.settings["max_answer_length"]}
+
+
 def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=("float32",),
-           name=None, limits=None, calibration=None):
+           name=None, limits=None, calibration=None, tflite_fixed_shape=False):
     """Writes the exports into `output`; returns `{export path: size in bytes}`. `limits`:
     the SavedModel's `max_batch_size` and `max_text_bytes` (its defaults if not given); the
     `.tflite` files take the same `max_text_bytes` (they have no batch limit).
-    `calibration`: the int8 variant's calibration texts, dicts keyed by the text inputs."""
+    `calibration`: the int8 variant's calibration texts, dicts keyed by the text inputs.
+    `tflite_fixed_shape`: pad the `.tflite` files' texts to `seq_length`."""
     from keras_bert_core.export import export_saved_model, export_tflite
 
-    options = {"pairs": getattr(task, "pairs", False),
-               "label_names": task.settings.get("label_names"),
-               "max_answer_length": task.settings["max_answer_length"]}
+    options = _task_options(task)
     written = []
     text_limit = {key: value for key, value in (limits or {}).items()
                   if key == "max_text_bytes"}
@@ -75,7 +85,8 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
                 written.append(export_tflite(
                     model, preprocessor, os.path.join(output, tflite_file(variant)),
                     quantize=TFLITE_VARIANTS[variant], **options, **text_limit,
-                    calibration_texts=calibration if variant == "int8" else None))
+                    calibration_texts=calibration if variant == "int8" else None,
+                    static_shape=True if tflite_fixed_shape else None))
     return {path: _size(path) for path in written}
 
 
@@ -143,9 +154,7 @@ def _report_int8_agreement(output, tflite_variants, model, preprocessor, task, c
             scratch = tempfile.mkdtemp()
             float_path = export_tflite(
                 model, preprocessor, os.path.join(scratch, "model.tflite"),
-                pairs=getattr(task, "pairs", False),
-                label_names=task.settings.get("label_names"),
-                max_answer_length=task.settings["max_answer_length"],
+                **_task_options(task),
                 **{k: v for k, v in (limits or {}).items() if k == "max_text_bytes"})
         agreement = label_agreement(float_path, os.path.join(output, tflite_file("int8")),
                                     calibration)
@@ -202,7 +211,7 @@ def run(args):
     with replaced_when_complete(args.output) as partial:
         os.makedirs(partial)
         sizes = export(model, task, preprocessor, partial, args.format, args.tflite_variants,
-                       args.name, limits, calibration)
+                       args.name, limits, calibration, args.tflite_fixed_shape)
         if int8:
             _report_int8_agreement(partial, args.tflite_variants, model, preprocessor, task,
                                    calibration, limits)

@@ -264,6 +264,29 @@ def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_ru
     assert again.code == 2 and "already exists" in again.err
 
 
+def test_export_pads_tflite_texts_to_seq_length_only_when_asked(kbc, classify_run, tmp_path):
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+
+    def fixed_width_tensors(path):
+        """How many of the file's [batch, width, ...] tensors have the run's seq_length (32)
+        as a fixed width."""
+        interpreter = InterpreterWithCustomOps(
+            model_path=str(path), custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+        return sum(len(d["shape_signature"]) == 3 and d["shape_signature"][1] == 32
+                   for d in interpreter.get_tensor_details())
+
+    counts = []
+    for flags in ((), ("--tflite-fixed-shape",)):
+        output = tmp_path / f"export{len(flags)}"
+        exported = kbc("export", classify_run, "--output", output, "--format", "tflite",
+                       *flags)
+        assert exported.code == 0, exported.err
+        counts.append(fixed_width_tensors(output / "model.tflite"))
+    # Fixed: every layer's hidden states, attention scores... have width 32.
+    assert counts[1] > counts[0] + 10
+
+
 def test_convert_writes_a_keras_file_with_the_vocabulary(kbc, tmp_path):
     from keras_bert_core.checkpoints import load_checkpoint, save_google_research_checkpoint
     from keras_bert_core.config import BertConfig
