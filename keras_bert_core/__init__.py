@@ -31,6 +31,7 @@ _EXPORTS = {
     "BertLamb": "keras_bert_core.training",
     "create_optimizer": "keras_bert_core.training",
     "BertTokenizer": "keras_bert_core.text",
+    "BytePairTokenizer": "keras_bert_core.text",
     "BertPacker": "keras_bert_core.text",
     "BertPreprocessor": "keras_bert_core.text",
     "load_vocabulary": "keras_bert_core.text",

@@ -18,7 +18,7 @@ from keras_bert_core.export.op_allowlists import graph_op_types, unsupported_tf_
 from keras_bert_core.export.warmup import write_warmup_requests
 from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.tasks.serving import serving_task
-from keras_bert_core.text.tokenizer import cut_texts
+from keras_bert_core.text.string_batches import cut_texts
 
 SIGNATURES = ("serving_default", "predict_ids", "tokenize")
 VOCAB_ASSET = "vocab.txt"

@@ -1,10 +1,11 @@
 """In-graph text processing and pretraining data: text to ids in the graph (WordPiece
-tokenizer, packer, preprocessor, MLM masking), vocabulary learning, and pretraining data made
-from text files (`pretraining_corpus`, `pretraining_pairs`, `pretraining_data`,
-`pretraining_tfrecords`, `pretraining_packing`). Task data lives in `keras_bert_core.tasks`,
-the exports' op allowlists in `keras_bert_core.export`."""
+and byte-level BPE tokenizers, packer, preprocessor, MLM masking), vocabulary learning, and
+pretraining data made from text files (`pretraining_corpus`, `pretraining_pairs`,
+`pretraining_data`, `pretraining_tfrecords`, `pretraining_packing`). Task data lives in
+`keras_bert_core.tasks`, the exports' op allowlists in `keras_bert_core.export`."""
 
 from keras_bert_core.errors import DataError
+from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessor import BertPreprocessor
@@ -27,6 +28,7 @@ __all__ = [
     "write_pretraining_tfrecords",
     "BertPreprocessor",
     "BertTokenizer",
+    "BytePairTokenizer",
     "SPECIAL_TOKENS",
     "load_vocabulary",
 ]

@@ -15,7 +15,7 @@ offsets). Three steps, all TensorFlow core ops plus tf.text's ``RegexSplitWithOf
    splits each piece. The character classes are written out so that RE2 matches what
    ``tokenizers`` (Oniguruma) matches: ``\\s`` is Unicode's White_Space, and letters and
    digits assigned in Unicode 16, which RE2's tables lack, are listed. ASCII texts take the
-   same pattern with ASCII classes, which RE2 runs about three times as fast. tf.text's
+   same pattern with ASCII classes, which RE2 runs faster. tf.text's
    split stops at a NUL byte, so it splits a copy where NUL reads as U+0001 (same class).
 2. Byte-pair merges. Words are deduplicated (a batch repeats most of its words), read as
    bytes, and each byte becomes the id of its GPT-2 byte symbol (the printable byte itself,
@@ -37,11 +37,16 @@ text: ``"<s>"`` in a text is tokenized as its characters (the reference with
 ``split_special_tokens=True``). Byte-level BPE has no unknown input: every byte has a symbol.
 """
 
-import json
-
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from keras_bert_core.text.bpe_vocabulary import (
+    bytes_to_unicode,
+    load_bpe_merges,
+    load_bpe_vocabulary,
+)
+from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
 # is ASCII only.
@@ -71,63 +76,14 @@ def _pretoken_pattern(whitespace, letter, number):
 
 
 GPT2_PRETOKEN_PATTERN = _pretoken_pattern(_WHITESPACE, _LETTER, _NUMBER)
-# The same on ASCII text. RE2 runs it about 3x as fast: tf.text's split asks RE2 for a
-# submatch, whose cost grows with the size of the compiled pattern (large Unicode classes).
+# The same on ASCII text, which RE2 runs faster: tf.text's split asks RE2 for a submatch,
+# whose cost grows with the size of the compiled pattern (large Unicode classes).
 ASCII_PRETOKEN_PATTERN = _pretoken_pattern(r"\t\n\x0b\f\r ", "a-zA-Z", "0-9")
 _ASCII_TEXT = r"[\x00-\x7f]*"
 # Runs where `\s+(?!\S)` gives back the last character.
 _WHITESPACE_RUN = rf"[{_WHITESPACE}]{{2,}}"
 # The rank of a pair that no merge joins.
 _NO_MERGE = 2**31 - 1
-SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
-
-
-def bytes_to_unicode():
-    """GPT-2's byte symbols: the character that stands for each byte value in a vocabulary.
-
-    Printable Latin-1 bytes stand for themselves; the others (control characters, space,
-    DEL, NBSP, soft hyphen) take the characters from U+0100 up, in byte order.
-    """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    symbols = {}
-    shifted = 0
-    for byte in range(256):
-        if byte in printable:
-            symbols[byte] = chr(byte)
-        else:
-            symbols[byte] = chr(256 + shifted)
-            shifted += 1
-    return symbols
-
-
-def load_bpe_vocabulary(vocabulary):
-    """A `{token: id}` dict from a `vocab.json` path or a dict."""
-    if isinstance(vocabulary, dict):
-        vocab = dict(vocabulary)
-    else:
-        with tf.io.gfile.GFile(str(vocabulary), "r") as f:
-            vocab = json.load(f)
-    if not vocab or not all(isinstance(t, str) and isinstance(i, int) and i >= 0
-                            for t, i in vocab.items()):
-        raise ValueError("The vocabulary must map tokens (strings) to ids (integers >= 0).")
-    return {token: int(i) for token, i in vocab.items()}
-
-
-def load_bpe_merges(merges):
-    """The merges in rank order, as `"left right"` strings, from a `merges.txt` path or a
-    list of strings or pairs. A `#version` line is skipped, as blank lines are."""
-    if isinstance(merges, (list, tuple)):
-        lines = [m if isinstance(m, str) else " ".join(m) for m in merges]
-    else:
-        with tf.io.gfile.GFile(str(merges), "r") as f:
-            lines = f.read().split("\n")
-    lines = [line.rstrip("\r") for line in lines]
-    lines = [line for line in lines if line and not line.startswith("#version")]
-    for rank, line in enumerate(lines):
-        if len(line.split(" ")) != 2:
-            raise ValueError(f"Merge {rank} is not two symbols separated by one space: {line!r}")
-    return lines
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -267,9 +223,9 @@ class BytePairTokenizer(keras.layers.Layer):
             int32 `tf.RaggedTensor` [batch, (tokens)] for a batch, or an int32 `tf.Tensor`
             [tokens] for a single string.
         """
-        text, single = _as_batch(inputs)
+        text, single = as_batch(inputs)
         ids = self._tokenize(text, with_offsets=False)[0]
-        _keep_static_batch_size(ids, text)
+        keep_static_batch_size(ids, text)
         return ids[0] if single else ids
 
     def tokenize_with_offsets(self, inputs):
@@ -283,12 +239,12 @@ class BytePairTokenizer(keras.layers.Layer):
             int32, int64, int64. `inputs[i][start:end]` (in bytes) are the token's bytes
             without its leading and trailing spaces (RoBERTa's `trim_offsets`).
         """
-        text, single = _as_batch(inputs)
+        text, single = as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
         outputs = self._tokenize(text, with_offsets=True)
         for x in outputs:
-            _keep_static_batch_size(x, text)
+            keep_static_batch_size(x, text)
         return outputs
 
     def detokenize(self, token_ids):
@@ -310,7 +266,7 @@ class BytePairTokenizer(keras.layers.Layer):
         """Ids (and offsets) of each text: ASCII texts with the ASCII pattern, the others
         with the Unicode one, rows back in input order."""
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
-        return _route_rows(
+        return route_rows(
             text, tf.strings.regex_full_match(text, _ASCII_TEXT),
             lambda rows: self._tokenize_rows(rows, ASCII_PRETOKEN_PATTERN, with_offsets),
             lambda rows: self._tokenize_rows(rows, GPT2_PRETOKEN_PATTERN, with_offsets),
@@ -441,40 +397,3 @@ class BytePairTokenizer(keras.layers.Layer):
         config = super().get_config()
         config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
         return config
-
-
-def _route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
-    """Tokenizes the selected rows of `text` with one function and the others with another
-    (a function with no rows is skipped: a one-text request runs one); returns their ragged
-    results (one per dtype in `dtypes`) in input row order."""
-    rows = tf.range(tf.shape(text)[0])
-    parts = (tf.boolean_mask(rows, selected), tf.boolean_mask(rows, ~selected))
-
-    def tokenize_part(tokenize, part):
-        def no_rows():
-            return tuple(tf.RaggedTensor.from_row_splits(
-                tf.zeros([0], dtype), tf.zeros([1], tf.int64), validate=False)
-                for dtype in dtypes)
-
-        return tf.cond(tf.size(part) > 0, lambda: tokenize(tf.gather(text, part)), no_rows)
-
-    order = tf.math.invert_permutation(tf.concat(parts, 0))
-    results = zip(tokenize_part(tokenize_selected, parts[0]),
-                  tokenize_part(tokenize_others, parts[1]), strict=True)
-    return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in results)
-
-
-def _keep_static_batch_size(ragged, text):
-    """Gives `ragged` the static batch size of `text`, when known."""
-    if text.shape[0] is not None:
-        ragged.row_splits.set_shape([text.shape[0] + 1])
-
-
-def _as_batch(inputs):
-    """Returns (1-D string tensor, whether the input was a single string)."""
-    text = tf.convert_to_tensor(inputs, dtype=tf.string)
-    if text.shape.rank == 0:
-        return tf.expand_dims(text, 0), True
-    if text.shape.rank != 1:
-        raise ValueError(f"Expected a string or a 1-D batch of strings, got shape {text.shape}.")
-    return text, False

@@ -4,8 +4,8 @@ rows routed to two tokenizing functions, texts cut at a UTF-8 character boundary
 import tensorflow as tf
 
 # Each route is a chain of single-threaded string ops: from this many rows on, it runs on two
-# halves of them side by side (1.5x lines/s on 2 cores at batch 256; with fewer rows the
-# second chain of ops costs about what it gains).
+# halves of them side by side (with fewer rows the second chain of ops costs about what it
+# gains; bench/tokenizer_throughput.py measures lines/s by batch size).
 _ROWS_TO_SPLIT_A_ROUTE = 32
 
 

@@ -17,7 +17,8 @@ from keras_bert_core.export import (
     unsupported_tf_serving_ops,
 )
 from keras_bert_core.text import bpe_tokenizer as bpe_module
-from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer, bytes_to_unicode
+from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
+from keras_bert_core.text.bpe_vocabulary import bytes_to_unicode
 from tests.text.fuzz_texts import as_reference_text, fuzz_texts, tokenizer_corpus
 
 FIXTURE = pathlib.Path(__file__).with_name("data") / "bpe"
