@@ -2,8 +2,8 @@
 Dense layers whose matmul and bias run as one kernel.
 
 Without XLA, TensorFlow runs GELU and LayerNorm as chains of element-wise kernels (the tanh
-GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]` values; on a
-2-core CPU that is about 14% of the op time of a BERT-base fine-tuning step. While training,
+GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]` values
+(bench/ablations.py's `unfused` variant shows their share of a training step). While training,
 each becomes one XLA kernel forward and one backward that recomputes the forward inside
 itself instead of keeping its intermediates (the matmuls around them stay TensorFlow's).
 Inference, export and other backends run the plain ops, so SavedModels and TFLite files hold

@@ -53,9 +53,9 @@ def _target_is_top(y_true, y_pred):
 @keras.saving.register_keras_serializable(package="keras_bert_core")
 class TopLogitAccuracy(keras.metrics.MeanMetricWrapper):
     """Sparse top-1 accuracy as "the target's logit is the largest": one max over the classes
-    where `SparseCategoricalAccuracy` takes an argmax, which on CPU costs several times more
-    over BERT's 30k-word vocabulary (the masked-LM accuracy made the pretraining step ~12%
-    slower). Only exact ties with another class count differently (as correct).
+    where `SparseCategoricalAccuracy` takes an argmax, which costs more on CPU over BERT's
+    30k-word vocabulary (bench/ablations.py's `argmax_accuracy` variant). Only exact ties
+    with another class count differently (as correct).
 
     Example:
     >>> import numpy as np
