@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_core.models.encoder import BertEncoder
-from keras_bert_core.optimizers import BertAdamW
+from keras_bert_core.training.optimizers import BertAdamW  # compile("auto")'s default
 
 
 class _CompileArgs:
