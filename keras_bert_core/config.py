@@ -97,6 +97,34 @@ class BertConfig:
     def head_size(self) -> int:
         return self.hidden_size // self.num_heads
 
+    def check_fits(self, vocabulary_size, seq_length, *, same_vocabulary=False,
+                   vocabulary="the vocabulary", seq_length_name="seq_length",
+                   model="the model"):
+        """Raises `ValueError` if a vocabulary or sequence length does not fit the model's
+        tables. Training on a checkpoint (`same_vocabulary=True`) needs the vocabulary it
+        was trained with, so the sizes must be equal; serving needs only every id to have
+        a row (tables are often padded past the vocabulary). The names say, in the
+        caller's words, what is checked.
+
+        >>> BertConfig.preset("tiny", vocab_size=100).check_fits(90, 512)
+        >>> BertConfig.preset("tiny", vocab_size=100).check_fits(90, 512, same_vocabulary=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: vocabulary and model do not match: the vocabulary has 90 tokens but the \
+model has vocab_size 100; use the vocabulary the model was trained with
+        """
+        if same_vocabulary and vocabulary_size != self.vocab_size:
+            raise ValueError(
+                f"vocabulary and model do not match: {vocabulary} has {vocabulary_size} "
+                f"tokens but {model} has vocab_size {self.vocab_size}; use the vocabulary "
+                "the model was trained with")
+        if vocabulary_size > self.vocab_size:
+            raise ValueError(f"{vocabulary} has {vocabulary_size} tokens but {model}'s word "
+                             f"embeddings have only {self.vocab_size} rows (vocab_size)")
+        if seq_length > self.max_position_embeddings:
+            raise ValueError(f"{seq_length_name} {seq_length} exceeds {model}'s "
+                             f"max_position_embeddings {self.max_position_embeddings}")
+
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
         """A named size: tiny, mini, small, medium, base, large (Turc et al. / BERT paper)."""

@@ -193,15 +193,13 @@ def read_vocab(path):
 
 
 def check_fits(config, vocab, vocab_path, seq_length, source):
-    """The vocabulary and the sequence length must fit the model's tables."""
-    if config.vocab_size != len(vocab):
-        raise UserError(
-            f"vocabulary and model do not match: {vocab_path} has {len(vocab)} tokens but "
-            f"{source} has vocab_size {config.vocab_size}; use the vocabulary the model was "
-            "trained with")
-    if seq_length > config.max_position_embeddings:
-        raise UserError(f"--seq-length {seq_length} exceeds max_position_embeddings "
-                        f"{config.max_position_embeddings} of {source}")
+    """The vocabulary (the one the model was trained with) and the sequence length must fit
+    the model's tables."""
+    try:
+        config.check_fits(len(vocab), seq_length, same_vocabulary=True,
+                          vocabulary=vocab_path, seq_length_name="--seq-length", model=source)
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def new_config(options, vocab_size):

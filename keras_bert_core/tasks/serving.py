@@ -188,15 +188,9 @@ def _check_model_and_preprocessor(model, preprocessor):
                         f"{type(preprocessor).__name__}")
     encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
     if isinstance(encoder, BertEncoder):
-        config = encoder.config
-        if len(preprocessor.vocabulary) > config.vocab_size:
-            raise ValueError(f"the preprocessor's vocabulary has {len(preprocessor.vocabulary)} "
-                             f"tokens but the model's word embeddings have only "
-                             f"{config.vocab_size} rows (config.vocab_size)")
-        if preprocessor.seq_length > config.max_position_embeddings:
-            raise ValueError(f"the preprocessor's seq_length {preprocessor.seq_length} exceeds "
-                             f"the model's max_position_embeddings "
-                             f"{config.max_position_embeddings}")
+        encoder.config.check_fits(len(preprocessor.vocabulary), preprocessor.seq_length,
+                                  vocabulary="the preprocessor's vocabulary",
+                                  seq_length_name="the preprocessor's seq_length")
 
 
 def offset_at(offsets, piece_index):
