@@ -158,13 +158,17 @@ def timed(call):
 def medians_in_turns(measures, arguments):
     """`{name: median of measures[name](argument)}` over `arguments`, each measure returning
     seconds: one untimed call of each first, then, argument by argument, every measure in
-    turn, so that a change in the shared machine's speed reaches them alike."""
+    turn, so that a change in the shared machine's speed reaches them alike. The turn starts
+    one measure later at each argument: each measure follows each other one as often (a
+    call can run slower right after another engine's, whose threads are still awake)."""
     for measure in measures.values():
         measure(arguments[0])
+    names = list(measures)
     seconds = {name: [] for name in measures}
-    for argument in arguments:
-        for name, measure in measures.items():
-            seconds[name].append(measure(argument))
+    for index, argument in enumerate(arguments):
+        start = index % len(names)
+        for name in names[start:] + names[:start]:
+            seconds[name].append(measures[name](argument))
     return {name: statistics.median(values) for name, values in seconds.items()}
 
 
