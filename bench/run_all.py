@@ -317,14 +317,17 @@ def serving_ratios(peers):
     if not engines:
         return {}
     found = {}
-    # The SavedModel as TF Serving runs it; with oneDNN's kernels its rounds are processes
-    # of their own, compared with ONNX Runtime's figures of the default rounds.
+    # The SavedModel as TF Serving runs it, against ONNX Runtime timed in the same processes
+    # (the oneDNN rounds are processes of their own; older results lack their ONNX Runtime).
+    beside_onednn = engines.get("ONNX Runtime fp32, in the oneDNN rounds")
     for engine, kind in itertools.product(
             [name for name in engines if name.startswith("SavedModel in a Session")],
             ("short", "long")):
-        saved, onnx = engines[engine][kind], engines["ONNX Runtime fp32"][kind]
-        # A target only where both were timed in turns in the same processes.
-        same_process = "ONEDNN" not in engine
+        onednn = "ONEDNN" in engine
+        same_process = not onednn or beside_onednn is not None
+        onnx = (beside_onednn if onednn and same_process
+                else engines["ONNX Runtime fp32"])[kind]
+        saved = engines[engine][kind]
         found[f"serving {engine}: {kind} texts, batch-32 throughput"] = {
             "ratio": saved["texts_per_s"] / onnx["texts_per_s"], "vs": "ONNX Runtime fp32",
             "target": TARGETS["serving_throughput"] if same_process else None}

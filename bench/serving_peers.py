@@ -81,7 +81,9 @@ TF_ENGINES = ("SavedModel", SESSION)
 # TensorFlow's oneDNN kernels are off by default on CPUs without AVX-512; TF Serving reads
 # the same switch. Rounds with it on time the TF engines again under these names.
 ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "1"}
-ONEDNN_ENGINES = {name: f"{name}, TF_ENABLE_ONEDNN_OPTS=1" for name in TF_ENGINES}
+# ONNX Runtime fp32 of those processes too: the oneDNN engines' same-process reference.
+ONEDNN_ENGINES = {name: f"{name}, TF_ENABLE_ONEDNN_OPTS=1" for name in TF_ENGINES} | {
+    "ONNX Runtime fp32": "ONNX Runtime fp32, in the oneDNN rounds"}
 ENGINES = ("ONNX Runtime fp32", "ONNX Runtime dynamic int8", *TF_ENGINES,
            *ONEDNN_ENGINES.values(), *TFLITE_VARIANTS)
 
@@ -484,10 +486,10 @@ def main():
         rounds = []
         for i in range(args.rounds):
             rounds.append(json.loads(step("round").strip().splitlines()[-1]))
-            # Only the TF engines change with oneDNN: the others of that process are left
-            # out (they are timed in turns with it all the same).
+            # Only the TF engines change with oneDNN; the others of that process are left
+            # out (they are timed in turns with it all the same) but ONNX Runtime fp32.
             onednn = json.loads(step("round", ONEDNN).strip().splitlines()[-1])
-            rounds.append({ONEDNN_ENGINES[name]: onednn[name] for name in TF_ENGINES})
+            rounds.append({ONEDNN_ENGINES[name]: onednn[name] for name in ONEDNN_ENGINES})
             print(f"round {i + 1}: " + ", ".join(
                 f"{name} {r[name]['short']['latency_ms']:.1f} ms" for r in rounds[-2:]
                 for name in ENGINES if name in r), flush=True)
