@@ -159,12 +159,9 @@ def export_ours(folder, texts, directory):
     kbc.export_saved_model(encoder, preprocessor, os.path.join(directory, "saved_model"),
                            warmup=False)
     # Calibration on the task's training texts, never on the texts scored.
-    calibration = train_texts[::len(train_texts) // CALIBRATION_TEXTS][:CALIBRATION_TEXTS]
-    for name, options in TFLITE_VARIANTS.items():
-        if options.get("quantize") == "int8":
-            options = {**options, "calibration_texts": calibration}
+    for name in TFLITE_VARIANTS:
         kbc.export_tflite(encoder, preprocessor, os.path.join(directory, tflite_file(name)),
-                          **options)
+                          **tflite_options(name, train_texts))
 
 
 def fine_tuned_classifier(folder, directory, epochs):
@@ -189,16 +186,13 @@ def fine_tuned_classifier(folder, directory, epochs):
     classifier.fit(batches, epochs=epochs, verbose=0)
     reference = np.concatenate([classifier.predict(preprocessor(batch), verbose=0)
                                 for batch in common.batches(held_out, BATCH)]).argmax(-1)
-    calibration = train_texts[::len(train_texts) // CALIBRATION_TEXTS][:CALIBRATION_TEXTS]
     figures = {"Keras float32": {"label_agreement": 1.0, "accuracy": float(
         (reference == np.array(held_out_labels)).mean())}}
-    for name, options in TFLITE_VARIANTS.items():
+    for name in TFLITE_VARIANTS:
         if "padded" in name:
             continue  # the same arithmetic as "TFLite float32"
-        if options.get("quantize") == "int8":
-            options = {**options, "calibration_texts": calibration}
         path = os.path.join(directory, "classifier_" + tflite_file(name))
-        kbc.export_tflite(classifier, preprocessor, path, **options)
+        kbc.export_tflite(classifier, preprocessor, path, **tflite_options(name, train_texts))
         runner = InterpreterWithCustomOps(
             model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS,
             num_threads=THREADS).get_signature_runner("serving_default")
@@ -207,6 +201,16 @@ def fine_tuned_classifier(folder, directory, epochs):
         figures[name] = {"label_agreement": float((labels == reference).mean()),
                          "accuracy": float((labels == np.array(held_out_labels)).mean())}
     return figures
+
+
+def tflite_options(name, train_texts):
+    """`export_tflite`'s options for a variant; "int8" is calibrated on the topic task's
+    training texts (every k-th), never on the texts scored."""
+    options = TFLITE_VARIANTS[name]
+    if options.get("quantize") != "int8":
+        return options
+    step = len(train_texts) // CALIBRATION_TEXTS
+    return {**options, "calibration_texts": train_texts[::step][:CALIBRATION_TEXTS]}
 
 
 def tflite_file(name):
