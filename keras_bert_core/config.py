@@ -1,7 +1,9 @@
-"""`BertConfig`: the hyperparameters of a BERT network, with named presets.
+"""`BertConfig`: the hyperparameters of a BERT network (and of RoBERTa, ALBERT and
+DistilBERT, which are configurations of the same layers), with named presets.
 
 The JSON form reads and writes both Hugging Face `config.json` and google-research
-`bert_config.json` (they share BERT's original key names).
+`bert_config.json` (they share BERT's original key names), and reads Hugging Face's
+RoBERTa, ALBERT and DistilBERT `config.json`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ _JSON_ALIASES = {
     "hidden_dropout_prob": "dropout",
     "attention_probs_dropout_prob": "attention_dropout",
 }
+# DistilBERT's own key names -> ours.
+_DISTILBERT_ALIASES = {"n_layers": "num_layers", "n_heads": "num_heads", "dim": "hidden_size",
+                       "hidden_dim": "intermediate_size", "activation": "hidden_act"}
+FAMILIES = ("bert", "roberta", "albert", "distilbert")
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu", "tanh")
 # Hugging Face spellings of the tanh-approximate GELU.
 _ACTIVATION_ALIASES = {"gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
@@ -44,6 +50,20 @@ class BertConfig:
         embedding_size: ALBERT-style factorized embedding width, projected up to
             `hidden_size`; `None` means `hidden_size`.
         norm_first: pre-LayerNorm blocks (plus a final LayerNorm) instead of BERT's post-LN.
+        position_offset: the position id of the first token (RoBERTa: 2, the padding id + 1;
+            its table has `max_position_embeddings` rows including the offset).
+        num_layer_groups: ALBERT's weight sharing: the `num_layers` blocks share this many
+            sets of weights, consecutive layers using the same group; `None`: every block
+            its own.
+        pooler: whether the encoder has BERT's dense+tanh `pooled_output` (DistilBERT has
+            none).
+        classifier_activation: the sequence classifier's head. `None`: dropout and a dense
+            layer on the pooled output (BERT, ALBERT); `"tanh"` (RoBERTa) or `"relu"`
+            (DistilBERT): a hidden dense layer with that activation on the first token's
+            output, then the dense layer to the classes.
+        family: `"bert"`, `"roberta"`, `"albert"` or `"distilbert"`: which family's files a
+            checkpoint of this configuration uses (weight names, `model_type`). A
+            `type_vocab_size` of 0 means no segment embeddings (DistilBERT).
 
     Example:
     >>> cfg = BertConfig.preset("tiny")
@@ -68,15 +88,37 @@ class BertConfig:
     position_embedding: str = "learned"
     embedding_size: int | None = None
     norm_first: bool = False
+    position_offset: int = 0
+    num_layer_groups: int | None = None
+    pooler: bool = True
+    classifier_activation: str | None = None
+    family: str = "bert"
 
     def __post_init__(self):
         self.hidden_act = _ACTIVATION_ALIASES.get(self.hidden_act, self.hidden_act)
         problems = []
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size"):
+                     "max_position_embeddings"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
+        for name in ("type_vocab_size", "position_offset"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                problems.append(f"{name} must be a non-negative integer, got {value!r}")
+        groups = self.num_layer_groups
+        if groups is not None and (not isinstance(groups, int) or not 0 < groups
+                                   or isinstance(self.num_layers, int)
+                                   and groups > self.num_layers):
+            problems.append(f"num_layer_groups must be None or 1..num_layers, got {groups!r}")
+        if self.classifier_activation not in (None, *_ACTIVATIONS):
+            problems.append(f"classifier_activation {self.classifier_activation!r} is not "
+                            f"None or one of {_ACTIVATIONS}")
+        if self.classifier_activation is None and not self.pooler:
+            problems.append("a configuration without a pooler classifies the first token: "
+                            "set classifier_activation")
+        if self.family not in FAMILIES:
+            problems.append(f"family {self.family!r} is not one of {FAMILIES}")
         if not problems and self.hidden_size % self.num_heads:
             problems.append(f"hidden_size {self.hidden_size} is not divisible by "
                             f"num_heads {self.num_heads}")
@@ -96,6 +138,11 @@ class BertConfig:
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_heads
+
+    @property
+    def max_sequence_length(self) -> int:
+        """The longest sequence the position table covers (after `position_offset`)."""
+        return self.max_position_embeddings - self.position_offset
 
     def check_fits(self, vocabulary_size, seq_length, *, same_vocabulary=False,
                    vocabulary="the vocabulary", seq_length_name="seq_length",
@@ -121,13 +168,17 @@ model has vocab_size 100; use the vocabulary the model was trained with
         if vocabulary_size > self.vocab_size:
             raise ValueError(f"{vocabulary} has {vocabulary_size} tokens but {model}'s word "
                              f"embeddings have only {self.vocab_size} rows (vocab_size)")
-        if seq_length > self.max_position_embeddings:
+        if seq_length > self.max_sequence_length:
+            offset = (f" less the position offset {self.position_offset}"
+                      if self.position_offset else "")
             raise ValueError(f"{seq_length_name} {seq_length} exceeds {model}'s "
-                             f"max_position_embeddings {self.max_position_embeddings}")
+                             f"max_position_embeddings {self.max_position_embeddings}{offset}")
 
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
-        """A named size: tiny, mini, small, medium, base, large (Turc et al. / BERT paper)."""
+        """A named configuration: BERT's tiny, mini, small, medium, base, large (Turc et al. /
+        BERT paper); roberta_base, roberta_large; albert_base, albert_large, albert_xlarge,
+        albert_xxlarge (ALBERT v2); distilbert_base."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
@@ -137,13 +188,16 @@ model has vocab_size 100; use the vocabulary the model was trained with
 
     @classmethod
     def from_dict(cls, values: dict) -> BertConfig:
-        """Build from our field names or BERT's original JSON keys; other keys are ignored."""
+        """Build from our field names, BERT's original JSON keys or a Hugging Face
+        `config.json` of any family (its `model_type` says which); other keys are ignored."""
         fields = {f.name for f in dataclasses.fields(cls)}
         kwargs = {}
+        aliases = {**_JSON_ALIASES, **_DISTILBERT_ALIASES}
         for key, value in values.items():
-            key = _JSON_ALIASES.get(key, key)
+            key = aliases.get(key, key)
             if key in fields:
                 kwargs[key] = value
+        kwargs.update(_family_settings(values))
         return cls(**kwargs)
 
     @classmethod
@@ -168,7 +222,7 @@ model has vocab_size 100; use the vocabulary the model was trained with
             values[original] = values.pop(ours)
         if self.hidden_act == "gelu_approximate":
             values["hidden_act"] = "gelu_new"
-        values["model_type"] = "bert"
+        values["model_type"] = self.family
         with open(path, "w", encoding="utf-8") as f:
             json.dump(values, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -179,6 +233,32 @@ def _size(layers, hidden):
             "intermediate_size": 4 * hidden}
 
 
+def _family_settings(values):
+    """Our fields implied by a Hugging Face `config.json` of another family."""
+    model_type = values.get("model_type")
+    if model_type == "roberta" or model_type == "xlm-roberta":
+        # Positions count from the padding id + 1 (fairseq's convention).
+        return {"family": "roberta", "classifier_activation": "tanh",
+                "position_offset": values.get("pad_token_id", 1) + 1}
+    if model_type == "albert":
+        return {"family": "albert", "num_layer_groups": values.get("num_hidden_groups", 1)}
+    if model_type == "distilbert":
+        # Its sinusoidal variant stores the table too: it loads as a learned one.
+        return {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
+                "classifier_activation": "relu"}
+    return {}
+
+
+_ROBERTA = {"family": "roberta", "vocab_size": 50265, "max_position_embeddings": 514,
+            "type_vocab_size": 1, "layer_norm_eps": 1e-5, "position_offset": 2,
+            "classifier_activation": "tanh"}
+# ALBERT v2: no dropout, tanh-approximate GELU, 128-wide embeddings, one shared layer.
+_ALBERT = {"family": "albert", "vocab_size": 30000, "embedding_size": 128,
+           "num_layer_groups": 1, "hidden_act": "gelu_approximate", "dropout": 0.0,
+           "attention_dropout": 0.0}
+_DISTILBERT = {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
+               "classifier_activation": "relu"}
+
 PRESETS = {
     "tiny": _size(2, 128),
     "mini": _size(4, 256),
@@ -186,4 +266,11 @@ PRESETS = {
     "medium": _size(8, 512),
     "base": _size(12, 768),
     "large": _size(24, 1024),
+    "roberta_base": {**_size(12, 768), **_ROBERTA},
+    "roberta_large": {**_size(24, 1024), **_ROBERTA},
+    "albert_base": {**_size(12, 768), **_ALBERT},
+    "albert_large": {**_size(24, 1024), **_ALBERT},
+    "albert_xlarge": {**_size(24, 2048), **_ALBERT, "num_heads": 16},
+    "albert_xxlarge": {**_size(12, 4096), **_ALBERT},
+    "distilbert_base": {**_size(6, 768), **_DISTILBERT},
 }

@@ -72,14 +72,16 @@ def encoder_variables(encoder):
     (128, 128)
     """
     embeddings = encoder.embeddings
-    weights = {"embeddings/word_embeddings": embeddings.word_embeddings,
-               "embeddings/token_type_embeddings": embeddings.token_type_embeddings}
+    weights = {"embeddings/word_embeddings": embeddings.word_embeddings}
+    if embeddings.token_type_embeddings is not None:
+        weights["embeddings/token_type_embeddings"] = embeddings.token_type_embeddings
     if embeddings.position_embeddings is not None:
         weights["embeddings/position_embeddings"] = embeddings.position_embeddings
     weights.update(_norm("embeddings/LayerNorm", embeddings.layer_norm))
     if embeddings.projection is not None:
         weights.update(_dense("embeddings/projection", embeddings.projection))
-    for index, block in enumerate(encoder.blocks):
+    # With ALBERT's shared layers, `layer_{index}` is the index-th group of weights.
+    for index, block in enumerate(encoder.layer_groups):
         prefix = f"encoder/layer_{index}/"
         for name, attribute in _BLOCK_DENSES.items():
             weights.update(_dense(prefix + name, operator.attrgetter(attribute)(block)))
@@ -87,7 +89,8 @@ def encoder_variables(encoder):
             weights.update(_norm(prefix + name, getattr(block, attribute)))
     if encoder.final_norm is not None:
         weights.update(_norm("encoder/final_norm", encoder.final_norm))
-    weights.update(_dense("pooler/dense", encoder.pooler))
+    if encoder.pooler is not None:
+        weights.update(_dense("pooler/dense", encoder.pooler))
     return weights
 
 

@@ -20,7 +20,8 @@ class BertEmbeddings(keras.layers.Layer):
         vocab_size: number of word ids.
         hidden_size: output width.
         max_position_embeddings: longest sequence covered by the position table.
-        type_vocab_size: number of segment ids.
+        type_vocab_size: number of segment ids; 0 for none (DistilBERT: segment ids are
+            ignored).
         embedding_size: width of the word/position/segment tables; when it differs from
             `hidden_size` a dense projection follows the LayerNorm (ALBERT's factorization).
             `None` means `hidden_size`.
@@ -31,12 +32,14 @@ class BertEmbeddings(keras.layers.Layer):
         one_hot_lookup: look words up as `one_hot(ids) @ table` instead of a gather. The
             matmul has a dense gradient, which compiles under XLA inside `tf.distribute`
             and is faster on TPUs and for small vocabularies.
+        position_offset: added to every position id (RoBERTa counts positions from 2).
 
     Call arguments:
         token_ids: int32 `[batch, seq]`.
         segment_ids: int32 `[batch, seq]`.
         position_ids: optional int32 `[batch, seq]`; defaults to `0 .. seq-1` (packed
-            sequences pass positions that restart at every document).
+            sequences pass positions that restart at every document). `position_offset`
+            is added to them.
 
     Example:
     >>> import numpy as np
@@ -49,7 +52,8 @@ class BertEmbeddings(keras.layers.Layer):
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2,
                  embedding_size=None, position_embedding="learned", dropout=0.0,
-                 layer_norm_eps=1e-12, initializer_range=0.02, one_hot_lookup=False, **kwargs):
+                 layer_norm_eps=1e-12, initializer_range=0.02, one_hot_lookup=False,
+                 position_offset=0, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -61,6 +65,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.one_hot_lookup = one_hot_lookup
+        self.position_offset = position_offset
         self.table_size = embedding_size or hidden_size
         # LayerNorm statistics stay in float32 under mixed precision.
         self.layer_norm = LayerNorm(
@@ -76,9 +81,11 @@ class BertEmbeddings(keras.layers.Layer):
         init = _truncated_normal(self.initializer_range)
         self.word_embeddings = self.add_weight(
             shape=(self.vocab_size, self.table_size), initializer=init, name="word_embeddings")
-        self.token_type_embeddings = self.add_weight(
-            shape=(self.type_vocab_size, self.table_size), initializer=init,
-            name="token_type_embeddings")
+        self.token_type_embeddings = None
+        if self.type_vocab_size:
+            self.token_type_embeddings = self.add_weight(
+                shape=(self.type_vocab_size, self.table_size), initializer=init,
+                name="token_type_embeddings")
         if self.position_embedding == "learned":
             self.position_embeddings = self.add_weight(
                 shape=(self.max_position_embeddings, self.table_size), initializer=init,
@@ -97,22 +104,24 @@ class BertEmbeddings(keras.layers.Layer):
         return ops.cast(ops.take(table, ids, axis=0), self.compute_dtype)
 
     def _positions(self, position_ids, seq_length):
+        offset = self.position_offset
         if self.position_embeddings is not None:
             if position_ids is None:
-                return ops.expand_dims(self.position_embeddings[:seq_length], 0)
-            return self._lookup(self.position_embeddings, position_ids)
+                return ops.expand_dims(self.position_embeddings[offset:offset + seq_length], 0)
+            return self._lookup(self.position_embeddings, position_ids + offset)
         if position_ids is None:
             position_ids = ops.expand_dims(ops.arange(seq_length), 0)
-        return _sinusoidal(position_ids, self.table_size, self.compute_dtype)
+        return _sinusoidal(position_ids + offset, self.table_size, self.compute_dtype)
 
     def call(self, token_ids, segment_ids, position_ids=None, training=None):
         seq_length = ops.shape(token_ids)[1]
-        # Segment tables have 2 rows: the one-hot product is always the cheaper lookup.
-        segments = ops.matmul(
-            ops.one_hot(segment_ids, self.type_vocab_size, dtype=self.compute_dtype),
-            ops.cast(self.token_type_embeddings, self.compute_dtype))
         positions = ops.cast(self._positions(position_ids, seq_length), self.compute_dtype)
-        x = self._lookup(self.word_embeddings, token_ids) + positions + segments
+        x = self._lookup(self.word_embeddings, token_ids) + positions
+        if self.token_type_embeddings is not None:
+            # Segment tables have 1 or 2 rows: the one-hot product is the cheaper lookup.
+            x = x + ops.matmul(
+                ops.one_hot(segment_ids, self.type_vocab_size, dtype=self.compute_dtype),
+                ops.cast(self.token_type_embeddings, self.compute_dtype))
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
         x = self.dropout_layer(x, training=training)
         if self.projection is not None:
@@ -135,6 +144,7 @@ class BertEmbeddings(keras.layers.Layer):
             "layer_norm_eps": self.layer_norm_eps,
             "initializer_range": self.initializer_range,
             "one_hot_lookup": self.one_hot_lookup,
+            "position_offset": self.position_offset,
         }
 
 

@@ -133,45 +133,67 @@ class ClassificationHead(keras.layers.Layer):
     """Dropout and a dense layer to `num_classes` logits, on any `[..., hidden]` input.
 
     On the pooled output it classifies sequences (and, with `num_classes=2`, predicts BERT's
-    next sentence); on the sequence output it classifies every token; with `num_classes=1`
-    it scores (regression, multiple choice).
+    next sentence or ALBERT's sentence order); on the sequence output it classifies every
+    token; with `num_classes=1` it scores (regression, multiple choice). With
+    `hidden_activation` a hidden dense layer of the input's width comes first (RoBERTa's
+    head on `<s>`: tanh; DistilBERT's on `[CLS]`: ReLU).
 
     Args:
         num_classes: number of logits per input vector.
-        dropout: dropout rate on the input.
+        dropout: dropout rate on the input (and on the hidden layer's output).
         initializer_range: stddev of the truncated-normal kernel initializer.
+        hidden_activation: `None` (no hidden layer), or the hidden layer's activation.
 
     Call arguments:
         x: `[..., hidden]`.
 
     Returns float32 logits `[..., num_classes]`. The dense layer is `dense` (weights
-    `kernel` `[hidden, num_classes]` and `bias` `[num_classes]`).
+    `kernel` `[hidden, num_classes]` and `bias` `[num_classes]`); the hidden one, if any,
+    `hidden` (`[hidden, hidden]`).
 
     Example:
     >>> import numpy as np
     >>> head = ClassificationHead(num_classes=3)
     >>> tuple(head(np.random.rand(4, 16).astype("float32")).shape)
     (4, 3)
+    >>> roberta_head = ClassificationHead(num_classes=3, hidden_activation="tanh")
+    >>> tuple(roberta_head(np.random.rand(4, 16).astype("float32")).shape)
+    (4, 3)
     """
 
-    def __init__(self, num_classes, dropout=0.0, initializer_range=0.02, **kwargs):
+    def __init__(self, num_classes, dropout=0.0, initializer_range=0.02,
+                 hidden_activation=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
+        if hidden_activation is not None and hidden_activation not in ACTIVATIONS:
+            raise ValueError(f"hidden_activation {hidden_activation!r} is not None or one of "
+                             f"{sorted(ACTIVATIONS)}")
         self.num_classes = num_classes
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.hidden_activation = hidden_activation
         self.dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+        self.hidden = None  # made in `build`: its width is the input's
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=_truncated_normal(initializer_range),
             dtype=self.dtype_policy, name="dense")
 
     def build(self, input_shape):
+        if self.hidden_activation is not None:
+            self.hidden = FlatDense(
+                input_shape[-1], kernel_initializer=_truncated_normal(self.initializer_range),
+                dtype=self.dtype_policy, name="hidden")
+            self.hidden.build(input_shape)
         self.dense.build(input_shape)
         self.built = True
 
     def call(self, x, training=None):
-        return ops.cast(self.dense(self.dropout_layer(x, training=training)), "float32")
+        x = self.dropout_layer(x, training=training)
+        if self.hidden is not None:
+            x = activate(self.hidden_activation, self.hidden(x), training)
+            x = self.dropout_layer(x, training=training)
+        return ops.cast(self.dense(x), "float32")
 
     def get_config(self):
         return {
@@ -179,6 +201,7 @@ class ClassificationHead(keras.layers.Layer):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
+            "hidden_activation": self.hidden_activation,
         }
 
 

@@ -11,6 +11,10 @@ from keras_bert_core.models.task import TaskModel
 class BertClassifier(TaskModel):
     """Classifies a text, or a pair of texts, from the encoder's pooled `[CLS]` output.
 
+    The head is the encoder family's (`BertConfig.classifier_activation`): BERT and ALBERT
+    classify the pooled output; RoBERTa and DistilBERT put a hidden dense layer (tanh,
+    ReLU) on the first token's output.
+
     Pairs are the same model: the preprocessor packs both texts into one row with segment
     ids 0 and 1. With `num_classes=1` it is a regression model (a score per input, mean
     squared error, as for STS-B). Defaults: sparse categorical cross-entropy on the logits
@@ -46,9 +50,14 @@ class BertClassifier(TaskModel):
         inputs = encoder_inputs()
         head = ClassificationHead(
             num_classes, dropout=dropout, initializer_range=config.initializer_range,
+            hidden_activation=config.classifier_activation,
             dtype=encoder.dtype_policy, name="classifier")
         # Only [CLS] is read: the encoder's last block computes that position alone.
-        logits = head(encoder.encode(inputs, output_positions="cls")["pooled_output"])
+        encoded = encoder.encode(inputs, output_positions="cls")
+        if config.classifier_activation is None:
+            logits = head(encoded["pooled_output"])
+        else:
+            logits = head(encoded["sequence_output"][:, 0, :])
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout

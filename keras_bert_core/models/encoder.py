@@ -31,7 +31,9 @@ def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=Non
     layer_outputs.append(x)
     if final_norm is not None:
         x = keras.ops.cast(final_norm(x), embeddings.compute_dtype)
-    outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
+    outputs = {"sequence_output": x}
+    if pooler is not None:
+        outputs["pooled_output"] = pooler(x[:, 0, :])
     if output_encoder_outputs:
         outputs["encoder_outputs"] = layer_outputs
     return outputs
@@ -41,7 +43,10 @@ def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=Non
 class BertEncoder(keras.Model):
     """BERT: embeddings, a stack of transformer blocks and the [CLS] pooler.
 
-    A functional model, so it nests into task models, saves as `.keras` and exports.
+    A functional model, so it nests into task models, saves as `.keras` and exports. Its
+    `BertConfig` also makes RoBERTa (position offset, one token type), ALBERT (factorized
+    embeddings, blocks sharing weights in `num_layer_groups` groups) and DistilBERT (no
+    token types, no pooler): see `BertConfig.preset("albert_base")` and the others.
 
     Args:
         config: a `BertConfig` (or its dict form).
@@ -58,7 +63,8 @@ class BertEncoder(keras.Model):
     and positions restart at each, so a packed row computes what separate rows would.
 
     Outputs: a dict with `sequence_output` `[batch, seq, hidden]`, `pooled_output`
-    `[batch, hidden]` and, on request, `encoder_outputs` (a list, one per block).
+    `[batch, hidden]` (unless `config.pooler` is False) and, on request, `encoder_outputs`
+    (a list, one per block).
 
     Example:
     >>> import numpy as np
@@ -87,10 +93,11 @@ class BertEncoder(keras.Model):
             layer_norm_eps=config.layer_norm_eps,
             initializer_range=config.initializer_range,
             one_hot_lookup=one_hot_embeddings,
+            position_offset=config.position_offset,
             dtype=dtype,
             name="embeddings",
         )
-        blocks = [
+        groups = [
             TransformerEncoderBlock(
                 num_heads=config.num_heads,
                 intermediate_size=config.intermediate_size,
@@ -104,8 +111,11 @@ class BertEncoder(keras.Model):
                 dtype=dtype,
                 name=f"block_{index}",
             )
-            for index in range(config.num_layers)
+            for index in range(config.num_layer_groups or config.num_layers)
         ]
+        # ALBERT: consecutive layers share one group's weights.
+        blocks = [groups[index * len(groups) // config.num_layers]
+                  for index in range(config.num_layers)]
         # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.
         final_norm = LayerNorm(
             epsilon=config.layer_norm_eps, dtype="float32",
@@ -114,7 +124,7 @@ class BertEncoder(keras.Model):
             config.hidden_size, activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=config.initializer_range),
-            dtype=dtype, name="pooler")
+            dtype=dtype, name="pooler") if config.pooler else None
         outputs = _encode(inputs, embeddings, blocks, final_norm, pooler,
                           output_encoder_outputs=output_encoder_outputs)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
@@ -128,7 +138,8 @@ class BertEncoder(keras.Model):
         self.one_hot_embeddings = one_hot_embeddings
         self.remat = remat
         self.embeddings = embeddings
-        self.blocks = blocks
+        self.blocks = blocks  # one per layer; with layer groups, shared blocks repeat
+        self.layer_groups = groups
         self.final_norm = final_norm
         self.pooler = pooler
 

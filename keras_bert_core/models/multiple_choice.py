@@ -12,6 +12,10 @@ from keras_bert_core.models.task import TaskModel
 class BertMultipleChoice(TaskModel):
     """Scores each (context, choice) pair from its pooled output; softmax across choices.
 
+    An encoder without a pooler (DistilBERT) scores the first token's output through the
+    family's classification head (`BertConfig.classifier_activation`), as Hugging Face's
+    multiple-choice models do.
+
     Every choice is packed with the context into its own row; the encoder sees the
     `batch * num_choices` rows at once. The default loss is the sparse categorical
     cross-entropy over the choices, the metric `accuracy`, the optimizer `BertAdamW(5e-5)`.
@@ -51,10 +55,13 @@ class BertMultipleChoice(TaskModel):
         # would bake the symbolic, unknown `seq` into the graph.)
         rows = {name: ops.concatenate(ops.unstack(tensor, axis=1), axis=0)
                 for name, tensor in inputs.items()}
+        encoded = encoder.encode(rows, output_positions="cls")
         head = ClassificationHead(
             1, dropout=dropout, initializer_range=config.initializer_range,
+            hidden_activation=None if config.pooler else config.classifier_activation,
             dtype=encoder.dtype_policy, name="choice_scorer")
-        scores = head(encoder.encode(rows, output_positions="cls")["pooled_output"])
+        scores = head(encoded["pooled_output"] if config.pooler
+                      else encoded["sequence_output"][:, 0, :])
         logits = ops.transpose(ops.reshape(scores, (num_choices, -1)))
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_choices = num_choices

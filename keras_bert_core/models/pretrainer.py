@@ -32,7 +32,8 @@ class BertPretrainer(TaskModel):
 
     Outputs: a dict of float32 logits, `mlm` `[batch, predictions, vocab]` and, with the
     next-sentence head, `nsp` `[batch, 2]` (0: B follows A, 1: B is random, BERT's
-    convention).
+    convention). The same head learns ALBERT's sentence-order prediction from
+    sentence-order data (0: A then B as written, 1: swapped).
 
     `fit` takes `(inputs, targets, sample_weights)` batches with
     `targets = {"mlm": masked_ids, "nsp": next_sentence_labels}` and
@@ -65,6 +66,10 @@ class BertPretrainer(TaskModel):
 
     def __init__(self, encoder, next_sentence=True, **kwargs):
         config = self._check_encoder(encoder).config
+        if next_sentence and not config.pooler:
+            raise ValueError("next_sentence=True needs an encoder with a pooler (the "
+                             "sentence head reads pooled_output); this configuration has "
+                             "none: use next_sentence=False")
         inputs = {**encoder_inputs(), "masked_positions": keras.Input(
             shape=(None,), dtype="int32", name="masked_positions")}
         # The last block computes only the masked positions (for the masked-LM head) and

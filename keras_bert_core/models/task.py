@@ -67,7 +67,7 @@ class TaskModel(keras.Model):
     @property
     def trainable_weights(self):
         weights = super().trainable_weights
-        if self.trains_pooler:
+        if self.trains_pooler or self.encoder.pooler is None:
             return weights
         pooler = {id(weight) for weight in self.encoder.pooler.weights}
         return [weight for weight in weights if id(weight) not in pooler]

@@ -102,8 +102,10 @@ class Embedding(ServingTask):
         real = tf.expand_dims(tf.cast(features["padding_mask"] > 0, tf.float32), 2)
         # Every row holds [CLS] and [SEP], so the count is never 0.
         mean = tf.reduce_sum(sequence * real, axis=1) / tf.reduce_sum(real, axis=1)
-        return {"pooled_output": tf.cast(model_outputs["pooled_output"], tf.float32),
-                "mean_embedding": mean}
+        outputs = {"mean_embedding": mean}
+        if "pooled_output" in model_outputs:  # DistilBERT has no pooler
+            outputs["pooled_output"] = tf.cast(model_outputs["pooled_output"], tf.float32)
+        return outputs
 
 
 class RawOutputs(ServingTask):
