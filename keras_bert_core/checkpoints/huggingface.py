@@ -1,7 +1,10 @@
-"""Hugging Face BERT checkpoints: `config.json` + `model.safetensors` (or its shards).
+"""Hugging Face checkpoints of BERT, RoBERTa, ALBERT and DistilBERT: `config.json` +
+`model.safetensors` (or its shards).
 
-Both `BertModel` keys (`encoder.layer.0...`) and `BertForPreTraining` keys (`bert.encoder...`,
-`cls.predictions...`) load. PyTorch pickles (`pytorch_model.bin`) are refused, never opened.
+Base-model keys (`encoder.layer.0...`) and those of the pretraining, masked-LM and
+sequence-classification models (`bert.encoder...`, `cls.predictions...`, `roberta.`,
+`lm_head.`, `albert.`, `predictions.`, `distilbert.`, `vocab_transform.`...) load. PyTorch
+pickles (`pytorch_model.bin`) are refused, never opened.
 """
 
 from __future__ import annotations
@@ -25,16 +28,69 @@ from keras_bert_core.models import BertEncoder
 _SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
 _PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 _PARAMS = {"kernel": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}
-_ENCODER_SCOPES = ("embeddings.", "encoder.", "pooler.")
-_HEADS = {
-    "mlm/transform/kernel": Source("cls.predictions.transform.dense.weight", transpose=True),
-    "mlm/transform/bias": Source("cls.predictions.transform.dense.bias"),
-    "mlm/layer_norm/gamma": Source("cls.predictions.transform.LayerNorm.weight"),
-    "mlm/layer_norm/beta": Source("cls.predictions.transform.LayerNorm.bias"),
-    "mlm/output_bias": Source("cls.predictions.bias"),
-    "nsp/kernel": Source("cls.seq_relationship.weight", transpose=True),
-    "nsp/bias": Source("cls.seq_relationship.bias"),
+# Each family's spelling of BERT's layer names (canonical name prefix -> its key prefix; the
+# first that matches wins), the model prefix of its head-carrying checkpoints, the scopes of
+# its encoder weights and its pretraining heads' layers.
+_ALBERT_LAYER = r"encoder.albert_layer_groups.\1.albert_layers.0."
+_FAMILIES = {
+    "bert": {"prefix": "bert.", "scopes": ("embeddings.", "encoder.", "pooler."),
+             "renames": [], "mlm": ("cls.predictions.transform.dense",
+                                    "cls.predictions.transform.LayerNorm", "cls.predictions.bias"),
+             "nsp": "cls.seq_relationship"},
+    "roberta": {"prefix": "roberta.", "scopes": ("embeddings.", "encoder.", "pooler."),
+                "renames": [], "mlm": ("lm_head.dense", "lm_head.layer_norm", "lm_head.bias"),
+                "nsp": None},
+    "albert": {"prefix": "albert.", "scopes": ("embeddings.", "encoder.", "pooler."),
+               "renames": [
+                   (r"^embeddings/projection/", "encoder.embedding_hidden_mapping_in."),
+                   (r"^encoder/layer_(\d+)/attention/self/", _ALBERT_LAYER + "attention."),
+                   (r"^encoder/layer_(\d+)/attention/output/dense/",
+                    _ALBERT_LAYER + "attention.dense."),
+                   (r"^encoder/layer_(\d+)/attention/output/LayerNorm/",
+                    _ALBERT_LAYER + "attention.LayerNorm."),
+                   (r"^encoder/layer_(\d+)/intermediate/dense/", _ALBERT_LAYER + "ffn."),
+                   (r"^encoder/layer_(\d+)/output/dense/", _ALBERT_LAYER + "ffn_output."),
+                   (r"^encoder/layer_(\d+)/output/LayerNorm/",
+                    _ALBERT_LAYER + "full_layer_layer_norm."),
+                   (r"^pooler/dense/", "pooler.")],
+               "mlm": ("predictions.dense", "predictions.LayerNorm", "predictions.bias"),
+               "nsp": "sop_classifier.classifier"},
+    "distilbert": {"prefix": "distilbert.", "scopes": ("embeddings.", "transformer."),
+                   "renames": [
+                       (r"^encoder/layer_(\d+)/attention/self/query/",
+                        r"transformer.layer.\1.attention.q_lin."),
+                       (r"^encoder/layer_(\d+)/attention/self/key/",
+                        r"transformer.layer.\1.attention.k_lin."),
+                       (r"^encoder/layer_(\d+)/attention/self/value/",
+                        r"transformer.layer.\1.attention.v_lin."),
+                       (r"^encoder/layer_(\d+)/attention/output/dense/",
+                        r"transformer.layer.\1.attention.out_lin."),
+                       (r"^encoder/layer_(\d+)/attention/output/LayerNorm/",
+                        r"transformer.layer.\1.sa_layer_norm."),
+                       (r"^encoder/layer_(\d+)/intermediate/dense/",
+                        r"transformer.layer.\1.ffn.lin1."),
+                       (r"^encoder/layer_(\d+)/output/dense/", r"transformer.layer.\1.ffn.lin2."),
+                       (r"^encoder/layer_(\d+)/output/LayerNorm/",
+                        r"transformer.layer.\1.output_layer_norm.")],
+                   "mlm": ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
+                   "nsp": None},
 }
+
+
+def _head_sources(family):
+    names = _FAMILIES[family]
+    dense, norm, bias = names["mlm"]
+    sources = {
+        "mlm/transform/kernel": Source(f"{dense}.weight", transpose=True),
+        "mlm/transform/bias": Source(f"{dense}.bias"),
+        "mlm/layer_norm/gamma": Source(f"{norm}.weight"),
+        "mlm/layer_norm/beta": Source(f"{norm}.bias"),
+        "mlm/output_bias": Source(bias),
+    }
+    if names["nsp"]:
+        sources["nsp/kernel"] = Source(f"{names['nsp']}.weight", transpose=True)
+        sources["nsp/bias"] = Source(f"{names['nsp']}.bias")
+    return sources
 
 
 def matches(path):
@@ -45,23 +101,29 @@ def matches(path):
         os.path.isfile(os.path.join(path, name)) for name in _SAFETENSORS + _PICKLES)
 
 
-def hf_key(name, prefix=""):
-    """A canonical weight name in Hugging Face's spelling.
+def hf_key(name, prefix="", family="bert"):
+    """A canonical weight name in Hugging Face's spelling for a model `family`.
 
     Example:
     >>> hf_key("encoder/layer_0/attention/self/query/kernel", "bert.")
     'bert.encoder.layer.0.attention.self.query.weight'
+    >>> hf_key("encoder/layer_0/intermediate/dense/kernel", "albert.", "albert")
+    'albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight'
     """
     if name.startswith("embeddings/") and name.endswith("_embeddings"):
         return f"{prefix}{name.replace('/', '.')}.weight"
     path, param = name.rsplit("/", 1)
+    for pattern, replacement in _FAMILIES[family]["renames"]:
+        renamed, count = re.subn(pattern, replacement, path + "/")
+        if count:
+            return f"{prefix}{renamed.replace('/', '.')}{_PARAMS[param]}"
     path = re.sub(r"layer_(\d+)", r"layer.\1", path).replace("/", ".")
     return f"{prefix}{path}.{_PARAMS[param]}"
 
 
-def _source(name, prefix):
+def _source(name, prefix, family):
     # PyTorch Linear weights are [out, in]; Keras kernels are [in, out].
-    return Source(hf_key(name, prefix), transpose=name.endswith("/kernel"))
+    return Source(hf_key(name, prefix, family), transpose=name.endswith("/kernel"))
 
 
 def _locate(path):
@@ -98,8 +160,12 @@ def _read_config(path):
         except ValueError as e:
             raise CheckpointError(f"{path}: not valid JSON ({e})") from None
     model_type = values.get("model_type", "bert")
-    if model_type != "bert":
-        raise CheckpointError(f"{path}: model_type {model_type!r} is not BERT")
+    if model_type not in _FAMILIES:
+        raise CheckpointError(f"{path}: model_type {model_type!r} is not one of BERT's family "
+                              f"({', '.join(_FAMILIES)})")
+    if model_type == "albert" and values.get("inner_group_num", 1) != 1:
+        raise CheckpointError(f"{path}: inner_group_num {values['inner_group_num']} is not "
+                              "supported (ALBERT's published models use 1)")
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(f"{path}: position_embedding_type {position_type!r} is not "
@@ -116,13 +182,21 @@ def _open(path):
         # Checkpoints converted from TF1 still say LayerNorm.gamma / .beta.
         new = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", key)
         names[re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", new)] = key
-    if "cls.predictions.bias" not in names and "cls.predictions.decoder.bias" in names:
-        names["cls.predictions.bias"] = names.pop("cls.predictions.decoder.bias")
+    for bias in ("cls.predictions.bias", "lm_head.bias", "predictions.bias"):
+        decoder_bias = bias.replace(".bias", ".decoder.bias")
+        if bias not in names and decoder_bias in names:
+            names[bias] = names.pop(decoder_bias)
     return config_file, RenamedReader(reader, names)
 
 
+def _prefix(reader, family):
+    prefix = _FAMILIES[family]["prefix"]
+    return prefix if any(key.startswith(prefix) for key in reader.shapes) else ""
+
+
 def load(path, config=None):
-    """Load a Hugging Face BERT checkpoint into a new `BertEncoder`.
+    """Load a Hugging Face BERT, RoBERTa, ALBERT or DistilBERT checkpoint into a new
+    `BertEncoder` (the family comes from `config.json`'s `model_type`).
 
     Args:
         path: the checkpoint folder, or its `.safetensors` file (with `config.json` beside).
@@ -134,20 +208,24 @@ def load(path, config=None):
     config_file, reader = _open(path)
     config = config or _read_config(config_file)
     encoder = BertEncoder(config)
-    prefix = "bert." if any(key.startswith("bert.") for key in reader.shapes) else ""
+    family = config.family
+    prefix = _prefix(reader, family)
     variables = encoder_variables(encoder)
-    if not any(key.startswith(prefix + "pooler.") for key in reader.shapes):
+    if config.pooler and not any(key.startswith(prefix + "pooler.") for key in reader.shapes):
         # Sentence-embedding models often drop the pooler; transformers warns the same way.
         warnings.warn(f"{path}: no pooler weights; pooled_output comes from freshly "
                       "initialized weights", stacklevel=3)
         variables = {name: v for name, v in variables.items() if not name.startswith("pooler/")}
-    scopes = tuple(prefix + scope for scope in _ENCODER_SCOPES)
+    scopes = tuple(prefix + scope for scope in _FAMILIES[family]["scopes"])
+    buffers = tuple(f"{prefix}embeddings.{name}" for name in ("position_ids", "token_type_ids"))
     assign_checked(
-        variables, reader, lambda name: _source(name, prefix),
-        lambda key: key.startswith(scopes) and key != f"{prefix}embeddings.position_ids")
+        variables, reader, lambda name: _source(name, prefix, family),
+        lambda key: key.startswith(scopes) and key not in buffers)
     return encoder, config
 
 
 def read_heads(path):
-    """The MLM and NSP head weights of a `BertForPreTraining` checkpoint, or `None`."""
-    return read_head_groups(_open(path)[1], _HEADS)
+    """The masked-LM and sentence (BERT's next-sentence, ALBERT's sentence-order) head
+    weights of a pretraining or masked-LM checkpoint, or `None`."""
+    config_file, reader = _open(path)
+    return read_head_groups(reader, _head_sources(_read_config(config_file).family))

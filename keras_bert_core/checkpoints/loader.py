@@ -134,7 +134,9 @@ def load_pretrainer(path, config=None):
             return pretrainer, pretrainer.encoder.config
     encoder, config = load_checkpoint(path, config)
     heads = read_pretraining_head_weights(path) if fmt in _HEAD_FORMATS else None
-    pretrainer = BertPretrainer(encoder)
+    # RoBERTa and DistilBERT pretrain with masked LM alone.
+    next_sentence = config.pooler and config.family in ("bert", "albert")
+    pretrainer = BertPretrainer(encoder, next_sentence=next_sentence)
     missing = load_head_weights(pretrainer, heads or {})
     if missing:
         warnings.warn(f"{path}: no pretrained weights for {missing}; they keep their fresh "

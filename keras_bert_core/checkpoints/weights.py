@@ -185,6 +185,8 @@ def read_head_groups(reader, sources: dict[str, Source]):
     """
     heads, missing = {}, []
     for names in HEAD_GROUPS.values():
+        if not all(name in sources for name in names):
+            continue  # a head the format does not have (RoBERTa's sentence head)
         present = [name for name in names if sources[name].key in reader.shapes]
         if len(present) == len(names):
             for name in names:

@@ -202,6 +202,6 @@ def test_truncated_safetensors_names_the_file(tmp_path, tiny_config, random_enco
 def test_other_architectures_are_refused(tmp_path, tiny_config, random_encoder):
     folder = _write(tmp_path, _hf_state(random_encoder(tiny_config)), tiny_config)
     config = json.loads((tmp_path / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    with pytest.raises(CheckpointError, match="model_type 'roberta' is not BERT"):
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))
+    with pytest.raises(CheckpointError, match="model_type 'gpt2' is not one of BERT's family"):
         load_checkpoint(folder)

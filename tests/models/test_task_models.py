@@ -25,13 +25,13 @@ pytestmark = pytest.mark.filterwarnings("error:Gradients do not exist")
 BATCH, SEQ, CHOICES = 4, 16, 2
 
 
-def pretrainer_case(encoder):
+def pretrainer_case(encoder, next_sentence=True):
     x = encoder_batch(BATCH, SEQ)
     x["masked_positions"] = np.array([[1, 2, 0], [3, 5, 7], [1, 4, 0], [2, 3, 6]], "int32")
     y = {"mlm": np.array([[7, 8, 0], [9, 10, 11], [12, 13, 0], [14, 15, 16]], "int32"),
          "nsp": np.array([0, 1, 1, 0], "int32")}
     weights = {"mlm": (y["mlm"] > 0).astype("float32"), "nsp": np.ones(BATCH, "float32")}
-    return BertPretrainer(encoder), x, y, weights
+    return BertPretrainer(encoder, next_sentence=next_sentence), x, y, weights
 
 
 def classifier_case(encoder):

@@ -1,0 +1,118 @@
+"""Hugging Face RoBERTa, ALBERT and DistilBERT checkpoints: parity with PyTorch.
+
+The fixtures are small random models of each family saved by `transformers`, with PyTorch's
+outputs, written by make_family_fixtures.py (beside this file).
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import keras_bert_core as kbc
+from keras_bert_core.checkpoints import CheckpointMismatchError, load_checkpoint, load_pretrainer
+from tests.models.test_families import PUBLISHED_PARAMETERS
+
+FAMILIES = os.path.join(os.path.dirname(__file__), "data", "families")
+TOLERANCE = 1e-4
+# Each family's classification head in Hugging Face's names: (hidden layer, output layer).
+CLASSIFIER_KEYS = {"roberta": ("classifier.dense", "classifier.out_proj"),
+                   "albert": (None, "classifier"),
+                   "distilbert": ("pre_classifier", "classifier")}
+
+
+def _reference(name):
+    return np.load(os.path.join(FAMILIES, name, "reference.npz"))
+
+
+def _inputs(reference):
+    return {"token_ids": reference["input_ids"].astype("int32"),
+            "segment_ids": reference["token_type_ids"].astype("int32"),
+            "padding_mask": reference["attention_mask"].astype("int32")}
+
+
+def _max_diff(actual, expected):
+    return float(np.abs(np.asarray(actual) - expected).max())
+
+
+@pytest.mark.parametrize("name", ["roberta", "albert", "albert_groups", "distilbert",
+                                  "roberta_classifier", "albert_classifier",
+                                  "distilbert_classifier"])
+def test_encoder_matches_pytorch(name):
+    reference = _reference(name)
+    encoder, config = load_checkpoint(os.path.join(FAMILIES, name))
+    assert config.family == name.split("_")[0]
+    inputs = _inputs(reference)
+    outputs = encoder(inputs)
+    real = inputs["padding_mask"].astype(bool)
+    assert _max_diff(np.asarray(outputs["sequence_output"])[real],
+                     reference["sequence_output"]) <= TOLERANCE
+    assert ("pooled_output" in outputs) == (config.family != "distilbert")
+    if "pooled_output" in reference:  # masked-LM RoBERTa checkpoints have no pooler
+        assert _max_diff(outputs["pooled_output"], reference["pooled_output"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", ["roberta", "albert", "distilbert"])
+def test_pretraining_heads_match_pytorch(name):
+    reference = _reference(name)
+    pretrainer, config = load_pretrainer(os.path.join(FAMILIES, name))
+    # ALBERT's sentence-order head loads as the sentence head; the others have none.
+    assert (pretrainer.next_sentence is not None) == (name == "albert")
+    encoded = pretrainer.encoder(_inputs(reference))
+    rows, columns = reference["mlm_positions"].T
+    states = np.asarray(encoded["sequence_output"])[rows, columns]
+    logits = pretrainer.masked_lm(states[None])[0]
+    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+    if name == "albert":
+        sop = pretrainer.next_sentence(encoded["pooled_output"])
+        assert _max_diff(sop, reference["sop_logits"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert", "distilbert"])
+def test_the_family_classifier_head_matches_pytorch(family):
+    folder = os.path.join(FAMILIES, f"{family}_classifier")
+    reference = _reference(f"{family}_classifier")
+    encoder, _ = load_checkpoint(folder)
+    model = kbc.BertClassifier(encoder, num_classes=3)
+    state = load_file(os.path.join(folder, "model.safetensors"))
+    hidden, output = CLASSIFIER_KEYS[family]
+    layers = [(model.head.dense, output)] + ([(model.head.hidden, hidden)] if hidden else [])
+    for layer, key in layers:
+        layer.kernel.assign(state[f"{key}.weight"].T)
+        layer.bias.assign(state[f"{key}.bias"])
+    logits = model.predict(_inputs(reference), verbose=0)
+    assert _max_diff(logits, reference["logits"]) <= TOLERANCE
+
+
+def test_presets_are_the_published_configurations_transformers_counts():
+    # make_family_fixtures.py counted them with transformers for the published configs;
+    # tests/models/test_families.py checks our encoders have these counts.
+    with open(os.path.join(FAMILIES, "param_counts.json"), encoding="utf-8") as f:
+        published = json.load(f)
+    for name, entry in published.items():
+        preset = "base" if name == "bert_base" else name
+        assert entry["num_parameters"] == PUBLISHED_PARAMETERS[preset]
+        ours = kbc.BertConfig.preset(preset)
+        theirs = kbc.BertConfig.from_dict(entry["config"])
+        for field in ("vocab_size", "hidden_size", "num_layers", "num_heads",
+                      "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                      "embedding_size", "num_layer_groups", "pooler", "position_offset",
+                      "layer_norm_eps", "hidden_act", "family"):
+            assert getattr(theirs, field) == getattr(ours, field), (name, field)
+
+
+def test_a_family_mismatch_names_the_weights(tmp_path):
+    folder = tmp_path / "distilbert"
+    folder.mkdir()
+    source = os.path.join(FAMILIES, "distilbert")
+    state = load_file(os.path.join(source, "model.safetensors"))
+    del state["distilbert.transformer.layer.1.ffn.lin2.weight"]
+    from safetensors.numpy import save_file
+
+    save_file(state, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(
+        open(os.path.join(source, "config.json"), encoding="utf-8").read())
+    with pytest.raises(CheckpointMismatchError, match=r"transformer\.layer\.1\.ffn\.lin2"):
+        load_checkpoint(folder)

@@ -1,0 +1,115 @@
+"""RoBERTa, ALBERT and DistilBERT as configurations of the BERT layers: sizes, every task
+model on every family, `.keras` round trips, ALBERT's shared layers."""
+
+import keras
+import numpy as np
+import pytest
+
+import keras_bert_core as kbc
+from tests.helpers import check_keras_file_round_trip, check_trains, encoder_batch
+from tests.models.test_task_models import CASES, IDS, pretrainer_case
+
+# transformers' `num_parameters()` of RobertaModel, AlbertModel, DistilBertModel and
+# BertModel for the published configurations (roberta-base, albert-base-v2, ...), pooler
+# included where the model has one; tests/checkpoints/make_family_fixtures.py recomputes them
+# into tests/checkpoints/data/families/param_counts.json.
+PUBLISHED_PARAMETERS = {
+    "base": 109_482_240,
+    "roberta_base": 124_645_632,
+    "roberta_large": 355_359_744,
+    "albert_base": 11_683_584,
+    "albert_large": 17_683_968,
+    "albert_xlarge": 58_724_864,
+    "albert_xxlarge": 222_595_584,
+    "distilbert_base": 66_362_880,
+}
+FAMILIES = ["roberta", "albert", "distilbert"]
+SMALL = {"vocab_size": 100, "hidden_size": 32, "num_heads": 4, "intermediate_size": 64,
+         "dropout": 0.0, "attention_dropout": 0.0}
+
+
+def family_encoder(family, **overrides):
+    """A small random encoder of `family` (ALBERT: 3 layers sharing one block)."""
+    sizes = {"num_layers": 3, "embedding_size": 16} if family == "albert" else {"num_layers": 1}
+    config = kbc.BertConfig.preset(f"{family}_base", **{**SMALL, **sizes, **overrides})
+    return kbc.BertEncoder(config)
+
+
+@pytest.mark.slow  # builds the large configurations' weights (a few GB of float32 in all)
+@pytest.mark.parametrize("preset", sorted(PUBLISHED_PARAMETERS))
+def test_presets_have_the_published_parameter_counts(preset):
+    encoder = kbc.BertEncoder(kbc.BertConfig.preset(preset))
+    assert encoder.count_params() == PUBLISHED_PARAMETERS[preset]
+    keras.backend.clear_session()
+
+
+def test_albert_layers_share_their_weights():
+    encoder = family_encoder("albert", num_layers=4, num_layer_groups=2)
+    blocks = encoder.blocks
+    assert blocks[0] is blocks[1] and blocks[2] is blocks[3] and blocks[1] is not blocks[2]
+    unshared = family_encoder("albert", num_layers=4, num_layer_groups=None)
+    block_weights = len(blocks[0].weights)
+    assert len(unshared.weights) - len(encoder.weights) == 2 * block_weights
+
+
+def test_distilbert_ignores_segment_ids_and_has_no_pooled_output():
+    encoder = family_encoder("distilbert")
+    x = encoder_batch(2, 8)
+    out = encoder(x)
+    assert set(out) == {"sequence_output"}
+    other = encoder({**x, "segment_ids": 1 - x["segment_ids"]})
+    np.testing.assert_array_equal(out["sequence_output"], other["sequence_output"])
+
+
+def test_roberta_positions_start_after_the_offset():
+    encoder = family_encoder("roberta", max_position_embeddings=10)
+    table = encoder.embeddings.position_embeddings
+    table.assign(np.zeros(table.shape, "float32"))
+    x = encoder_batch(1, 8)
+    before = encoder(x)["sequence_output"]
+    rows = np.zeros(table.shape, "float32")
+    rows[:2] = 5.0  # the two rows below the offset: never used
+    table.assign(rows)
+    np.testing.assert_array_equal(before, encoder(x)["sequence_output"])
+    with pytest.raises(ValueError, match="position offset 2"):
+        encoder.config.check_fits(50, 9)
+
+
+def test_the_family_classification_head():
+    for family, activation in [("roberta", "tanh"), ("distilbert", "relu"), ("albert", None)]:
+        model = kbc.BertClassifier(family_encoder(family), num_classes=3)
+        assert model.head.hidden_activation == activation
+        assert (model.head.hidden is None) == (activation is None)
+
+
+def test_sentence_heads_need_a_pooler():
+    with pytest.raises(ValueError, match="next_sentence=False"):
+        kbc.BertPretrainer(family_encoder("distilbert"))
+    with pytest.raises(ValueError, match="set classifier_activation"):
+        kbc.BertConfig.preset("distilbert_base", classifier_activation=None)
+
+
+def _family_case(case, family):
+    encoder = family_encoder(family)
+    if case is pretrainer_case:
+        # RoBERTa and DistilBERT pretrain with masked LM alone.
+        return case(encoder, next_sentence=family == "albert")
+    return case(encoder)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_task_model_trains_on_every_family(case, family):
+    model, x, y, weights = _family_case(case, family)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), run_eagerly=True)
+    check_trains(model, x, y, weights, steps=3)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_keras_file_round_trip(family, tmp_path):
+    for case in (pretrainer_case, CASES[1]):
+        model, x, *_ = _family_case(case, family)
+        restored = check_keras_file_round_trip(model, x, tmp_path / f"{family}.keras")
+        assert restored.encoder.config == model.encoder.config
+        if family == "albert":
+            assert restored.encoder.blocks[0] is restored.encoder.blocks[2]
