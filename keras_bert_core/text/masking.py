@@ -4,6 +4,7 @@ Masks are drawn per batch inside `tf.data` (or a Keras model), so every epoch se
 masks, and every output has a static shape so the training step compiles once.
 """
 
+import numbers
 import re
 
 import keras
@@ -29,6 +30,16 @@ class MaskedLMMasker(keras.layers.Layer):
     reached; the word that would overshoot it is taken with probability (room left / its
     length), so the expected rate stays `mask_rate` of the pieces.
 
+    With `max_ngram > 1` (n-gram masking, as google-research/albert's
+    `create_pretraining_data.py` does with its defaults: `--ngram=3`, short n-grams
+    favored, whole words), the units selected together are n-grams of consecutive words
+    (of pieces without `whole_word_masking`) instead of single ones, with `p(n)`
+    proportional to `1/n` for `n = 1..max_ngram`: each row's words are cut into n-grams of
+    independently drawn lengths, and n-grams are then selected in random order, under the
+    same budget rule as whole words. An n-gram never reaches across a special token or
+    padding (it is cut there, so n-grams at the end of a segment can be shorter), where
+    ALBERT's script lets n-grams cross `[SEP]`.
+
     Everything is vectorized over the batch with stateless random ops, so the layer runs in
     `tf.data.Dataset.map`, under `tf.function` and in a Keras model; a given `seed` always
     gives the same masks.
@@ -42,6 +53,8 @@ class MaskedLMMasker(keras.layers.Layer):
         mask_token_rate: float, fraction of selected tokens replaced with `[MASK]`.
         random_token_rate: float, fraction of selected tokens replaced with a random token.
         whole_word_masking: bool, select whole words instead of single pieces.
+        max_ngram: int, the longest n-gram of words (or pieces) selected together; 1
+            selects single words (or pieces).
         seed: int or None, seeds the layer's generator, used when `call` gets no `seed`.
         **kwargs: base `keras.layers.Layer` arguments (`name`, ...).
 
@@ -81,6 +94,7 @@ class MaskedLMMasker(keras.layers.Layer):
         mask_token_rate=0.8,
         random_token_rate=0.1,
         whole_word_masking=False,
+        max_ngram=1,
         seed=None,
         **kwargs,
     ):
@@ -91,7 +105,10 @@ class MaskedLMMasker(keras.layers.Layer):
         self.mask_token_rate = mask_token_rate
         self.random_token_rate = random_token_rate
         self.whole_word_masking = whole_word_masking
+        self.max_ngram = max_ngram
         self.seed = seed
+        if not isinstance(max_ngram, numbers.Integral) or max_ngram < 1:
+            raise ValueError(f"`max_ngram` must be an integer >= 1, got {max_ngram!r}.")
         if not 0.0 < mask_rate <= 1.0:
             raise ValueError(f"`mask_rate` must be in (0, 1], got {mask_rate}.")
         if (
@@ -130,6 +147,8 @@ class MaskedLMMasker(keras.layers.Layer):
             starts = eligible & ~(tf.gather(self._continuation, token_ids) & follows_eligible)
         else:
             starts = eligible
+        if self.max_ngram > 1:
+            starts = self._ngram_starts(eligible, starts, seed)
 
         # Number words 1..W per row (0 = ineligible) and count the pieces of each word.
         word_index = tf.where(eligible, tf.cumsum(tf.cast(starts, tf.int32), axis=1), 0)
@@ -214,6 +233,36 @@ class MaskedLMMasker(keras.layers.Layer):
             "masked_weights": tf.cast(weights, tf.float32),
         }
 
+    def _ngram_starts(self, eligible, starts, seed):
+        """The first tokens of n-grams of the units that begin at `starts` (bool `[B, T]`).
+
+        Unit lengths in n-grams are drawn for the whole row, `T` of them (enough for any
+        number of units); their running sums are where n-grams begin, counted in units.
+        Every run of eligible tokens begins an n-gram too, so none crosses a special token.
+        """
+        batch_size, seq_length = tf.shape(starts)[0], tf.shape(starts)[1]
+        # A separate stream: with max_ngram=1 nothing is drawn and the masks are unchanged.
+        ngram_seed = tf.random.experimental.stateless_fold_in(tf.cast(seed, tf.int64), 4)
+        weights = [1.0 / n for n in range(1, self.max_ngram + 1)]
+        cumulative = tf.constant(
+            [sum(weights[: n + 1]) / sum(weights) for n in range(self.max_ngram - 1)]
+        )
+        u = tf.random.stateless_uniform([batch_size, seq_length], ngram_seed)
+        lengths = 1 + tf.reduce_sum(tf.cast(u[..., None] >= cumulative, tf.int32), axis=-1)
+        # Unit k (0-based) begins an n-gram if k is 0 or a running sum of lengths.
+        begins = tf.minimum(tf.cumsum(lengths, axis=1, exclusive=True), seq_length)
+        row_offset = tf.range(batch_size)[:, None] * (seq_length + 1)
+        unit_begins = tf.reshape(
+            tf.math.unsorted_segment_max(
+                tf.ones_like(begins), begins + row_offset, batch_size * (seq_length + 1)
+            ),
+            [batch_size, seq_length + 1],
+        )
+        unit = tf.maximum(tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1, 0)
+        begins_ngram = tf.gather(unit_begins, unit, batch_dims=1) > 0
+        follows_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+        return starts & (begins_ngram | ~follows_eligible)
+
     def compute_output_spec(self, token_ids, padding_mask=None, seed=None):
         batch_size, seq_length = token_ids.shape
         slots = (batch_size, self.max_predictions_per_seq)
@@ -234,6 +283,7 @@ class MaskedLMMasker(keras.layers.Layer):
                 "mask_token_rate": self.mask_token_rate,
                 "random_token_rate": self.random_token_rate,
                 "whole_word_masking": self.whole_word_masking,
+                "max_ngram": self.max_ngram,
                 "seed": self.seed,
             }
         )

@@ -169,7 +169,8 @@ def test_tf_function_and_symbolic_call(batch):
 def test_serialization_round_trip(tmp_path):
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(VOCAB) + "\n")
-    masker = MaskedLMMasker(str(vocab_file), max_predictions_per_seq=7, whole_word_masking=True)
+    masker = MaskedLMMasker(str(vocab_file), max_predictions_per_seq=7, whole_word_masking=True,
+                            max_ngram=3)
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(masker))
     assert isinstance(restored, MaskedLMMasker)
     assert restored.get_config() == masker.get_config()
@@ -181,3 +182,115 @@ def test_rejects_bad_arguments():
         MaskedLMMasker(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
     with pytest.raises(ValueError, match="sum to <= 1"):
         MaskedLMMasker(VOCAB, mask_token_rate=0.9, random_token_rate=0.2)
+    with pytest.raises(ValueError, match="max_ngram"):
+        MaskedLMMasker(VOCAB, max_ngram=0)
+
+
+def word_starts(ids):
+    """Where words begin: an eligible piece that is not a `##` piece after an eligible one."""
+    eligible = eligible_mask(ids)
+    continues = np.zeros_like(eligible)
+    continues[:, 1:] = (ids[:, 1:] >= FIRST_CONTINUATION) & eligible[:, :-1]
+    return eligible & ~continues
+
+
+def masked_runs(ids, sel, starts):
+    """How many maximal runs of 0, 1, 2... consecutive masked units (which begin at
+    `starts`) the segments hold: specials and padding end a run."""
+    # Each row read as its units and breaks (a break appended to end the row's last run).
+    units = np.pad(starts | ~eligible_mask(ids), [[0, 0], [0, 1]], constant_values=True)
+    flags = np.pad(starts & sel, [[0, 0], [0, 1]])[units]
+    edges = np.diff(np.concatenate([[0], flags.astype(int), [0]]))
+    lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+    return np.bincount(lengths, minlength=8)
+
+
+def test_ngram_masking_selects_whole_word_ngrams_with_albert_lengths(batch):
+    ids, mask = batch
+    masker = MaskedLMMasker(VOCAB, max_predictions_per_seq=24, whole_word_masking=True,
+                            max_ngram=3)
+    out = masker(ids, padding_mask=mask, seed=tf.constant([3, 4]))
+    sel = selected_mask(ids, out)
+    eligible = eligible_mask(ids)
+    assert not (sel & ~eligible).any()
+    # Whole words: a continuation piece shares the selection of the piece before it.
+    continues = (ids[:, 1:] >= FIRST_CONTINUATION) & eligible[:, :-1]
+    np.testing.assert_array_equal(sel[:, 1:][continues], sel[:, :-1][continues])
+    # Budget: the rate centres on 15% of the pieces, and no row passes the slots.
+    assert abs(sel.sum() / eligible.sum() - 0.15) < 0.005
+    assert sel.sum(axis=1).max() <= 24
+    # The 80/10/10 replacement is unchanged.
+    new = out["token_ids"].numpy()
+    assert abs((new[sel] == MASK).mean() - 0.8) < 0.015
+    assert abs((new[sel] == ids[sel]).mean() - 0.1) < 0.015
+
+    # Runs of masked words follow p(n) = (1/n) / (1 + 1/2 + 1/3): 6/11, 3/11, 2/11. Two
+    # n-grams side by side read as one longer run, so a few runs pass 3 words.
+    runs = masked_runs(ids, sel, word_starts(ids))
+    shares = runs / runs.sum()
+    np.testing.assert_allclose(shares[1:4], [6 / 11, 3 / 11, 2 / 11], atol=0.03)
+    assert shares[4:].sum() < 0.05
+    # Single words (max_ngram=1) rarely sit side by side.
+    single = MaskedLMMasker(VOCAB, max_predictions_per_seq=24, whole_word_masking=True)
+    single_sel = selected_mask(ids, single(ids, mask, seed=tf.constant([3, 4])))
+    single_runs = masked_runs(ids, single_sel, word_starts(ids))
+    assert single_runs[1] / single_runs.sum() > 0.85
+
+
+def test_ngrams_of_pieces_without_whole_word_masking(batch):
+    ids, mask = batch[0][:400], batch[1][:400]
+    out = MaskedLMMasker(VOCAB, max_predictions_per_seq=24, max_ngram=2)(
+        ids, mask, seed=tf.constant([5, 6]))
+    sel = selected_mask(ids, out)
+    assert abs(sel.sum() / eligible_mask(ids).sum() - 0.15) < 0.01
+    # Pieces are the units, in n-grams of p(1) = 2/3, p(2) = 1/3 (runs side by side merge)...
+    runs = masked_runs(ids, sel, eligible_mask(ids))
+    np.testing.assert_allclose(runs[1:3] / runs.sum(), [2 / 3, 1 / 3], atol=0.1)
+    # ...and a word may be masked in part.
+    continues = (ids[:, 1:] >= FIRST_CONTINUATION) & eligible_mask(ids)[:, :-1]
+    assert (sel[:, 1:][continues] != sel[:, :-1][continues]).any()
+
+
+# Masks of make_batch(rows=3, seq_length=24, seed=1) with seed [7, 8], 4 slots, recorded
+# before n-gram masking existed: max_ngram=1 must keep drawing them.
+RECORDED_POSITIONS = {
+    False: [[2, 14, 20, 0], [7, 16, 19, 0], [1, 15, 16, 0]],
+    True: [[14, 15, 20, 0], [19, 20, 21, 0], [1, 2, 3, 0]],
+}
+
+
+@pytest.mark.parametrize("whole_word_masking", [False, True])
+def test_max_ngram_1_keeps_the_masks_drawn_before(whole_word_masking):
+    ids, mask = make_batch(rows=3, seq_length=24, seed=1)
+    masker = MaskedLMMasker(VOCAB, max_predictions_per_seq=4, max_ngram=1,
+                            whole_word_masking=whole_word_masking)
+    out = masker(ids, mask, seed=tf.constant([7, 8]))
+    np.testing.assert_array_equal(out["masked_positions"], RECORDED_POSITIONS[whole_word_masking])
+    default = MaskedLMMasker(VOCAB, max_predictions_per_seq=4,
+                             whole_word_masking=whole_word_masking)
+    np.testing.assert_array_equal(out["token_ids"],
+                                  default(ids, mask, seed=tf.constant([7, 8]))["token_ids"])
+
+
+def test_ngram_masking_compiles_with_xla_and_runs_in_tf_data(batch):
+    ids, mask = batch[0][:32], batch[1][:32]
+    masker = MaskedLMMasker(VOCAB, max_predictions_per_seq=20, whole_word_masking=True,
+                            max_ngram=3)
+
+    @tf.function(jit_compile=True)
+    def compiled(token_ids, padding_mask, seed):
+        return masker(token_ids, padding_mask, seed=seed)
+
+    # XLA draws other random numbers than TensorFlow's kernels; the masks keep the rules.
+    out = compiled(tf.constant(ids), tf.constant(mask), tf.constant([1, 2]))
+    assert out["masked_positions"].shape == (32, 20) and out["token_ids"].dtype == tf.int32
+    sel = selected_mask(ids, out)
+    continues = (ids[:, 1:] >= FIRST_CONTINUATION) & eligible_mask(ids)[:, :-1]
+    np.testing.assert_array_equal(sel[:, 1:][continues], sel[:, :-1][continues])
+    assert (sel.sum(axis=1) >= 1).all() and not (sel & ~eligible_mask(ids)).any()
+
+    rows = tf.data.Dataset.from_tensor_slices((ids, mask)).batch(8, drop_remainder=True)
+    seeds = tf.data.Dataset.random(seed=3).batch(2)
+    ds = tf.data.Dataset.zip(rows, seeds).map(lambda x, s: masker(*x, seed=s))
+    assert ds.element_spec["masked_positions"].shape == (8, 20)
+    assert sum(float(e["masked_weights"].numpy().sum()) for e in ds) > 32
