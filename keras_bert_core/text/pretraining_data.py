@@ -1,5 +1,5 @@
-"""BERT pretraining data (masked LM + next sentence prediction, or masked LM alone) from
-raw text, in tf.data.
+"""BERT pretraining data (masked LM + next sentence prediction, masked LM + sentence order
+prediction as ALBERT trains, or masked LM alone) from raw text, in tf.data.
 
 Input is the google-research format (`pretraining_corpus`): UTF-8 text files with one
 sentence per line and a blank line between documents. Sentence pairs are built as
@@ -15,13 +15,16 @@ with outputs named "mlm" and "nsp" (`BertPretrainer`):
   token ids with the masking applied.
 - `x["masked_positions"]`: int32 `[B, P]`, where the MLM head gathers.
 - `y["mlm"]`: int32 `[B, P]`, the original ids at `masked_positions`.
-- `y["nsp"]`: int32 `[B]`, 0 when segment B continues segment A, 1 when B is random
-  (google-research's `next_sentence_labels`).
+- `y["nsp"]`: int32 `[B]`, the pair label (google-research's `next_sentence_labels`):
+  for next-sentence prediction 0 when segment B continues segment A, 1 when B is random;
+  for sentence-order prediction (`pair_task="sentence_order"`), where B always continues
+  A before the two may swap, 0 in the original order and 1 swapped (ALBERT's label, and
+  Hugging Face's `sentence_order_label`). Both train the same two-way head.
 - `sample_weight["mlm"]`: float32 `[B, P]`, 1.0 for real predictions, 0.0 for padding slots.
 - `sample_weight["nsp"]`: float32 `[B]`, all 1.0 (Keras wants a weight per output once any
   output has one).
 
-With `next_sentence=False` (masked LM alone, for `BertPretrainer(next_sentence=False)`),
+With `pair_task=None` (masked LM alone, for `BertPretrainer(next_sentence=False)`),
 each row is one segment, `[CLS] sentences [SEP]`: consecutive sentences of one document,
 up to the row's length; `y` and `sample_weight` then hold "mlm" only.
 
@@ -32,23 +35,27 @@ import tensorflow as tf
 
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.packer import BertPacker
-from keras_bert_core.text.pretraining_pairs import seed_stream, sentence_pairs
+from keras_bert_core.text.pretraining_pairs import (
+    resolve_pair_task,
+    seed_stream,
+    sentence_pairs,
+)
 
 
-def packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder, next_sentence):
-    """Batches of `(packed_inputs, next_sentence_labels)`, int32 `[B, seq_length]` / `[B]`:
-    `[CLS] A [SEP] B [SEP]`, or `[CLS] A [SEP]` without `next_sentence`."""
+def packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder, with_pairs):
+    """Batches of `(packed_inputs, pair_labels)`, int32 `[B, seq_length]` / `[B]`:
+    `[CLS] A [SEP] B [SEP]`, or `[CLS] A [SEP]` without `with_pairs`."""
     packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
 
     def pack(tokens_a, tokens_b, labels):
-        return packer((tokens_a, tokens_b) if next_sentence else tokens_a), labels
+        return packer((tokens_a, tokens_b) if with_pairs else tokens_a), labels
 
     return pairs.ragged_batch(batch_size, drop_remainder=drop_remainder).map(
         pack, num_parallel_calls=tf.data.AUTOTUNE
     )
 
 
-def masked_training_batches(batches, masker, seed, next_sentence):
+def masked_training_batches(batches, masker, seed, with_pairs):
     """Applies fresh masks per batch and arranges `(x, y, sample_weight)` for `fit`."""
 
     def arrange(batch, mask_seed):
@@ -62,7 +69,7 @@ def masked_training_batches(batches, masker, seed, next_sentence):
         }
         y = {"mlm": masked["masked_ids"]}
         sample_weight = {"mlm": masked["masked_weights"]}
-        if next_sentence:
+        if with_pairs:
             y["nsp"] = labels
             sample_weight["nsp"] = tf.ones_like(labels, tf.float32)
         return x, y, sample_weight
@@ -94,9 +101,12 @@ def pretraining_dataset(
     document_buffer_size=1000,
     window_size=32,
     shuffle_buffer_size=10000,
-    next_sentence=True,
+    pair_task="next_sentence",
+    max_ngram=1,
+    next_sentence=None,
 ):
-    """A streaming masked-LM + next-sentence dataset straight from raw text files.
+    """A streaming masked-LM + next-sentence (or sentence-order) dataset straight from raw
+    text files.
 
     Files are read lazily, interleaved, and their documents shuffled through a buffer of
     `document_buffer_size`; consecutive runs of `window_size` documents are tokenized
@@ -123,8 +133,14 @@ def pretraining_dataset(
         document_buffer_size: int, documents held for shuffling.
         window_size: int, documents that share a tokenizer call and random-next draws.
         shuffle_buffer_size: int, sentence pairs held for shuffling.
-        next_sentence: bool; `False` makes masked-LM-only rows, one segment of consecutive
-            sentences each, without next-sentence labels.
+        pair_task: "next_sentence" (BERT), "sentence_order" (ALBERT: B always continues A,
+            and half the pairs are swapped), or None: masked-LM-only rows, one segment of
+            consecutive sentences each, without pair labels.
+        max_ngram: int, masks n-grams of up to this many words (of pieces without
+            `whole_word_masking`), `p(n)` proportional to `1/n`; ALBERT uses 3. 1 masks
+            single words (pieces).
+        next_sentence: bool or None, the older form of `pair_task`: False is
+            `pair_task=None`, True is "next_sentence".
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as described in this module's
@@ -150,16 +166,19 @@ def pretraining_dataset(
     ...                          batch_size=32, seed=1)  # doctest: +SKIP
     >>> pretrainer.fit(ds.repeat(), steps_per_epoch=1000, epochs=10)  # doctest: +SKIP
     """
+    pair_task = resolve_pair_task(pair_task, next_sentence)
     pairs = sentence_pairs(
         files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
-        next_sentence,
+        pair_task,
     ).shuffle(shuffle_buffer_size, seed=seed)
     masker = MaskedLMMasker(
         tokenizer,
         max_predictions_per_seq=max_predictions_per_seq,
         mask_rate=mask_rate,
         whole_word_masking=whole_word_masking,
+        max_ngram=max_ngram,
     )
+    with_pairs = pair_task is not None
     batches = packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder=True,
-                              next_sentence=next_sentence)
-    return masked_training_batches(batches, masker, seed, next_sentence)
+                             with_pairs=with_pairs)
+    return masked_training_batches(batches, masker, seed, with_pairs)

@@ -1,6 +1,7 @@
-"""Sentence pairs for next-sentence prediction (or single segments, for masked LM alone),
-made in the graph and streaming as google-research's `create_pretraining_data.py` makes them:
-the "random next" segment comes from a bounded window of shuffled documents instead of the
+"""Sentence pairs for next-sentence prediction or sentence-order prediction (or single
+segments, for masked LM alone), made in the graph and streaming as google-research's
+`create_pretraining_data.py` (BERT's, and ALBERT's for sentence order) makes them: the
+"random next" segment comes from a bounded window of shuffled documents instead of the
 whole corpus held in memory."""
 
 import tensorflow as tf
@@ -14,13 +15,40 @@ def seed_stream(seed, salt):
     return seeds.map(lambda s: tf.random.experimental.stateless_fold_in(s, salt))
 
 
+# The tasks on a pair of segments; None is masked LM alone (one segment a row).
+PAIR_TASKS = ("next_sentence", "sentence_order")
+
+
+def resolve_pair_task(pair_task="next_sentence", next_sentence=None):
+    """The pair task that `pair_task` and the older `next_sentence` flag ask for together.
+
+    `next_sentence` (True: pairs for next-sentence prediction, False: masked LM alone) is
+    kept for existing callers; given, it must agree with `pair_task` unless that is left at
+    its default.
+
+    >>> resolve_pair_task(next_sentence=False) is None
+    True
+    >>> resolve_pair_task("sentence_order")
+    'sentence_order'
+    """
+    if pair_task not in (*PAIR_TASKS, None):
+        raise ValueError(f"pair_task must be one of {[*PAIR_TASKS, None]}, got {pair_task!r}.")
+    if next_sentence is None:
+        return pair_task
+    implied = "next_sentence" if next_sentence else None
+    if pair_task not in ("next_sentence", implied):
+        raise ValueError(f"next_sentence={next_sentence} contradicts pair_task={pair_task!r}; "
+                         "pass pair_task alone.")
+    return implied
+
+
 def _random_int(u, low, high):
     """Maps a uniform [0, 1) float to an int64 in [low, high], inclusive."""
     span = high - low + 1
     return low + tf.minimum(tf.cast(u * tf.cast(span, tf.float32), tf.int64), span - 1)
 
 
-def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=True):
+def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, pair_task="next_sentence"):
     """Sentence-pair instances from a window of tokenized documents.
 
     Follows google-research's `create_instances_from_document`: consecutive sentences
@@ -32,19 +60,26 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=Tr
     at a time, from the front or the back at random, until the pair fits. (google-research
     draws the target length once per document; here each chunk draws its own.)
 
+    With `pair_task="sentence_order"` (ALBERT's sentence-order prediction) B is always the
+    rest of the chunk, and with probability 1/2 A and B swap places (label 1) before
+    trimming. A one-sentence chunk splits inside its sentence at a random token (and is
+    left out if the sentence is one token long): ALBERT's script gives such a chunk a
+    random B from another document, which would leave a topic cue in the labels.
+
     All documents advance together: each loop step makes the next instance of every
-    document that has sentences left. With `next_sentence=False` the whole chunk is A and
-    B is empty (trimming then cuts A alone).
+    document that has sentences left. With `pair_task=None` the whole chunk is A and B is
+    empty (trimming then cuts A alone).
 
     Args:
         docs: int ragged `[K, (sentences), (tokens)]`, no empty documents or sentences.
         seed: int64 `[2]` stateless seed.
         max_num_tokens: int, the room for A + B.
         short_seq_prob: float.
-        next_sentence: bool, whether to split chunks into pairs.
+        pair_task: "next_sentence", "sentence_order" or None (no pairs).
 
     Returns:
-        `(tokens_a, tokens_b, labels)`: ragged `[M, (tokens)]` twice, int32 `[M]`.
+        `(tokens_a, tokens_b, labels)`: ragged `[M, (tokens)]` twice, int32 `[M]`: 1 where
+        B is random (next sentence) or where A and B are swapped (sentence order).
     """
     offsets = docs.values.row_splits  # Where each sentence starts in the flat tokens.
     doc_start, doc_end = docs.row_splits[:-1], docs.row_splits[1:]  # In sentences.
@@ -69,12 +104,23 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=Tr
             u[0] < short_seq_prob, _random_int(u[1], 2, max_num_tokens), max_num_tokens
         )
         chunk = sentences_to_reach(i, doc_end, target)
-        if next_sentence:
+        no_random = tf.zeros_like(chunk, tf.bool)
+        if pair_task is None:  # B, from a_end to the chunk's end, is empty
+            num_a, is_random, label = chunk, no_random, no_random
+        else:
             num_a = tf.where(chunk > 1, _random_int(u[2], 1, chunk - 1), 1)
-            is_random = (chunk == 1) | (u[3] < 0.5)
-        else:  # B, from a_end to the chunk's end, is empty
-            num_a, is_random = chunk, tf.zeros_like(chunk, tf.bool)
+            if pair_task == "next_sentence":
+                is_random = label = (chunk == 1) | (u[3] < 0.5)
+            else:
+                is_random, label = no_random, u[3] < 0.5  # label: swapped
         a_start, a_end = tf.gather(offsets, i), tf.gather(offsets, i + num_a)
+        if pair_task == "sentence_order":
+            # A one-sentence chunk splits inside the sentence; u[5] is unused in this task.
+            sentence_length = a_end - a_start
+            split = tf.where(
+                sentence_length > 1, _random_int(u[5], 1, sentence_length - 1), sentence_length
+            )
+            a_end = tf.where(chunk == 1, a_start + split, a_end)
 
         # A window of one document can only draw from itself, as google-research falls
         # back to when it finds no other document.
@@ -85,6 +131,15 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=Tr
         num_b = sentences_to_reach(start, stop, target - (a_end - a_start))
         b_start = tf.where(is_random, tf.gather(offsets, start), a_end)
         b_end = tf.gather(offsets, tf.where(is_random, start + num_b, i + chunk))
+        if pair_task == "sentence_order":
+            a_start, a_end, b_start, b_end = (
+                tf.where(label, b_start, a_start),
+                tf.where(label, b_end, a_end),
+                tf.where(label, a_start, b_start),
+                tf.where(label, a_end, b_end),
+            )
+            # A one-token sentence alone makes no pair.
+            active &= (a_end > a_start) & (b_end > b_start)
 
         # Trimming the longer side one token at a time (ties trim B) removes, in total:
         len_a, len_b = a_end - a_start, b_end - b_start
@@ -106,13 +161,13 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=Tr
             a_end - back[0],
             b_start + front[1],
             b_end - back[1],
-            tf.cast(is_random, tf.int64),
+            tf.cast(label, tf.int64),
         ]
         instances = instances.write(
             tf.cast(step, tf.int32), tf.boolean_mask(tf.stack(columns, axis=1), active)
         )
         advance = tf.where(is_random, num_a, chunk)
-        return step + 1, tf.where(active, i + advance, position), instances
+        return step + 1, tf.where(position < doc_end, i + advance, position), instances
 
     instances = tf.TensorArray(
         tf.int64, size=0, dynamic_size=True, infer_shape=False, element_shape=[None, 5]
@@ -131,11 +186,13 @@ def _pair_instances(docs, seed, max_num_tokens, short_seq_prob, next_sentence=Tr
 
 def sentence_pairs(
     files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
-    next_sentence,
+    pair_task,
 ):
-    """A stream of `(tokens_a, tokens_b, next_sentence_label)`, new pairs each epoch (B
-    empty and the label 0 without `next_sentence`)."""
-    special_tokens = 3 if next_sentence else 2
+    """A stream of `(tokens_a, tokens_b, label)`, new pairs each epoch, for `pair_task`
+    (see `_pair_instances`; B empty and the label 0 when it is None)."""
+    if pair_task not in (*PAIR_TASKS, None):
+        raise ValueError(f"pair_task must be one of {[*PAIR_TASKS, None]}, got {pair_task!r}.")
+    special_tokens = 2 if pair_task is None else 3
     if seq_length < special_tokens + 2:
         raise ValueError(f"seq_length must be at least {special_tokens + 2}, got {seq_length}.")
     files = expand_text_files(files)
@@ -158,7 +215,7 @@ def sentence_pairs(
         docs = tf.ragged.boolean_mask(docs, docs.row_lengths(axis=2) > 0)
         docs = tf.ragged.boolean_mask(docs, docs.row_lengths() > 0)
         return _pair_instances(docs, window_seed, seq_length - special_tokens, short_seq_prob,
-                               next_sentence)
+                               pair_task)
 
     pairs = tf.data.Dataset.zip(docs, seed_stream(seed, 0)).map(
         window_pairs, num_parallel_calls=tf.data.AUTOTUNE

@@ -1,6 +1,9 @@
 """Pretraining sentence pairs stored as sharded TFRecords, in google-research's feature
 names, and read back as the `(x, y, sample_weight)` batches that `pretraining_data`
-describes. The files hold unmasked pairs: masking is drawn afresh per batch at read time."""
+describes. The files hold unmasked pairs: masking is drawn afresh per batch at read time.
+Pair labels (next sentence, or ALBERT's sentence order) keep google-research's feature name
+`next_sentence_labels`, as ALBERT's files do; a `pair_task` feature says which task they
+are for (google-research's readers ignore it)."""
 
 import contextlib
 import os
@@ -10,10 +13,11 @@ import tensorflow as tf
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.pretraining_corpus import glob_files
 from keras_bert_core.text.pretraining_data import masked_training_batches, packed_batches
-from keras_bert_core.text.pretraining_pairs import sentence_pairs
+from keras_bert_core.text.pretraining_pairs import resolve_pair_task, sentence_pairs
 
 # Feature names of google-research's pretraining TFRecords, minus the masked-LM fields.
 _RECORD_FEATURES = ("input_ids", "input_mask", "segment_ids")
+_LABELS, _PAIR_TASK = "next_sentence_labels", "pair_task"
 
 
 def write_pretraining_tfrecords(
@@ -28,16 +32,18 @@ def write_pretraining_tfrecords(
     document_buffer_size=1000,
     window_size=32,
     shuffle_buffer_size=10000,
-    next_sentence=True,
+    pair_task="next_sentence",
+    next_sentence=None,
 ):
     """Writes unmasked sentence pairs to sharded TFRecord files, for `read_pretraining_tfrecords`.
 
     Pairs are made as in `pretraining_dataset`, `dupe_factor` times with fresh random
     splits, and written round-robin to the shards. Each `tf.train.Example` holds int64
     features `input_ids`, `input_mask`, `segment_ids` (`[seq_length]`) and
-    `next_sentence_labels` (`[1]`; not with `next_sentence=False`), named as in
-    google-research's files; the masked-LM fields are left out, so masking stays dynamic
-    at read time.
+    `next_sentence_labels` (`[1]`, the pair label of `pair_task`; not with
+    `pair_task=None`), named as in google-research's files, and a bytes feature
+    `pair_task` naming the task of the labels; the masked-LM fields are left out, so
+    masking stays dynamic at read time.
 
     Args:
         files: a path or glob, or a list of them, of one-sentence-per-line text files.
@@ -51,7 +57,9 @@ def write_pretraining_tfrecords(
         document_buffer_size: int, as in `pretraining_dataset`.
         window_size: int, as in `pretraining_dataset`.
         shuffle_buffer_size: int, as in `pretraining_dataset`.
-        next_sentence: bool, as in `pretraining_dataset`.
+        pair_task: "next_sentence", "sentence_order" or None, as in `pretraining_dataset`.
+        next_sentence: bool or None, the older form of `pair_task`, as in
+            `pretraining_dataset`.
 
     Returns:
         The list of shard paths.
@@ -79,27 +87,28 @@ def write_pretraining_tfrecords(
     >>> paths = write_pretraining_tfrecords("corpus/*.txt", tokenizer, "data/wiki",
     ...                                     num_shards=4, dupe_factor=5)  # doctest: +SKIP
     """
+    pair_task = resolve_pair_task(pair_task, next_sentence)
     pairs = (
         sentence_pairs(
             files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
-            next_sentence,
+            pair_task,
         )
         .repeat(dupe_factor)
         .shuffle(shuffle_buffer_size, seed=seed)
     )
     batches = packed_batches(pairs, tokenizer, seq_length, batch_size=256, drop_remainder=False,
-                              next_sentence=next_sentence)
+                             with_pairs=pair_task is not None)
     paths = [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
     if os.path.dirname(output_prefix):
         tf.io.gfile.makedirs(os.path.dirname(output_prefix))
     with contextlib.ExitStack() as stack:
         writers = [stack.enter_context(tf.io.TFRecordWriter(path)) for path in paths]
-        for i, example in enumerate(_serialized_examples(batches, next_sentence)):
+        for i, example in enumerate(_serialized_examples(batches, pair_task)):
             writers[i % num_shards].write(example)
     return paths
 
 
-def _serialized_examples(batches, next_sentence):
+def _serialized_examples(batches, pair_task):
     """`tf.train.Example` bytes of every packed pair, in google-research's feature names."""
     for packed, labels in batches.as_numpy_iterator():
         columns = [packed["token_ids"], packed["padding_mask"], packed["segment_ids"]]
@@ -108,11 +117,39 @@ def _serialized_examples(batches, next_sentence):
                 name: tf.train.Feature(int64_list=tf.train.Int64List(value=column[row]))
                 for name, column in zip(_RECORD_FEATURES, columns, strict=True)
             }
-            if next_sentence:
-                feature["next_sentence_labels"] = tf.train.Feature(
-                    int64_list=tf.train.Int64List(value=[label])
+            if pair_task is not None:
+                feature[_LABELS] = tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))
+                feature[_PAIR_TASK] = tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[pair_task.encode()])
                 )
             yield tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _first_record(paths):
+    """The features of the first record in `paths`."""
+    first = next(iter(tf.data.TFRecordDataset(paths).take(1)), None)
+    if first is None:
+        raise ValueError(f"No records in {paths}.")
+    return tf.train.Example.FromString(first.numpy()).features.feature
+
+
+def tfrecords_pair_task(files):
+    """The pair task whose labels `write_pretraining_tfrecords` shards hold, read from the
+    first record: "next_sentence", "sentence_order", None (no pair labels: masked LM
+    alone), or "unknown" for labels without a `pair_task` feature (google-research's
+    files, BERT's or ALBERT's, and this package's before it recorded the task).
+
+    Example:
+
+    >>> tfrecords_pair_task("data/wiki-sop-*.tfrecord")  # doctest: +SKIP
+    'sentence_order'
+    """
+    features = _first_record(glob_files(files))
+    if _LABELS not in features:
+        return None
+    if _PAIR_TASK not in features:
+        return "unknown"
+    return features[_PAIR_TASK].bytes_list.value[0].decode()
 
 
 def read_pretraining_tfrecords(
@@ -124,6 +161,7 @@ def read_pretraining_tfrecords(
     whole_word_masking=False,
     mask_rate=0.15,
     shuffle_buffer_size=10000,
+    max_ngram=1,
 ):
     """Reads `write_pretraining_tfrecords` shards and masks them afresh per batch.
 
@@ -137,12 +175,14 @@ def read_pretraining_tfrecords(
         whole_word_masking: bool.
         mask_rate: float.
         shuffle_buffer_size: int, records held for shuffling.
+        max_ngram: int, n-gram masking as in `pretraining_dataset`.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as described in `pretraining_data`'s
         docstring, with the sequence length the files were written with, and "nsp" targets
-        where the files hold next-sentence labels (not if written with
-        `next_sentence=False`). One pass; add `.repeat()` for more. Under a multi-worker
+        where the files hold pair labels, next-sentence or sentence-order
+        (`tfrecords_pair_task` tells which; none if written with `pair_task=None`). One
+        pass; add `.repeat()` for more. Under a multi-worker
         strategy every worker reads all the shards and keeps its share of each batch.
 
     Example:
@@ -151,15 +191,12 @@ def read_pretraining_tfrecords(
     ...                                 batch_size=32, seed=1)  # doctest: +SKIP
     """
     paths = glob_files(files)
-    first = next(iter(tf.data.TFRecordDataset(paths).take(1)), None)
-    if first is None:
-        raise ValueError(f"No records in {paths}.")
-    features = tf.train.Example.FromString(first.numpy()).features.feature
+    features = _first_record(paths)
     seq_length = len(features["input_ids"].int64_list.value)
-    next_sentence = "next_sentence_labels" in features
+    with_pairs = _LABELS in features
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _RECORD_FEATURES}
-    if next_sentence:
-        spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    if with_pairs:
+        spec[_LABELS] = tf.io.FixedLenFeature([1], tf.int64)
 
     def parse(serialized):
         record = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(serialized, spec).items()}
@@ -168,9 +205,9 @@ def read_pretraining_tfrecords(
             "padding_mask": record["input_mask"],
             "segment_ids": record["segment_ids"],
         }
-        if not next_sentence:  # unused
+        if not with_pairs:  # unused
             return packed, tf.zeros_like(record["input_ids"][:, 0])
-        return packed, record["next_sentence_labels"][:, 0]
+        return packed, record[_LABELS][:, 0]
 
     batches = (
         tf.data.Dataset.from_tensor_slices(paths)
@@ -190,5 +227,6 @@ def read_pretraining_tfrecords(
         max_predictions_per_seq=max_predictions_per_seq,
         mask_rate=mask_rate,
         whole_word_masking=whole_word_masking,
+        max_ngram=max_ngram,
     )
-    return masked_training_batches(batches, masker, seed, next_sentence)
+    return masked_training_batches(batches, masker, seed, with_pairs)

@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras_bert_core.text.pretraining_data import pretraining_dataset
 from keras_bert_core.text.pretraining_tfrecords import (
     read_pretraining_tfrecords,
+    tfrecords_pair_task,
     write_pretraining_tfrecords,
 )
 from tests.text.pretraining_helpers import (
@@ -82,10 +83,53 @@ def test_masked_lm_only_rows_are_runs_of_one_document(pretraining_corpus, pretra
         seq_length=SEQ_LENGTH, seed=3, window_size=6, shuffle_buffer_size=100, next_sentence=False)
     record = tf.train.Example.FromString(next(tf.data.TFRecordDataset(paths).as_numpy_iterator()))
     assert "next_sentence_labels" not in record.features.feature
+    assert tfrecords_pair_task(paths) is None
     read = read_pretraining_tfrecords(paths, pretraining_tokenizer, batch_size=BATCH,
                                       max_predictions_per_seq=SLOTS, seed=4)
     assert read.element_spec == ds.element_spec
     assert len(masked_lm_rows(read.as_numpy_iterator())) > 100
+
+
+def check_sentence_order_pairs(pairs):
+    """B continues A in the same document, and the label says whether they were swapped."""
+    assert len(pairs) > 150
+    for a, b, label in pairs:
+        assert a and b and len(a) + len(b) <= SEQ_LENGTH - 3
+        assert len(set(markers(a, "d")) | set(markers(b, "d"))) <= 1
+        first, second = (b, a) if label else (a, b)
+        if markers(first, "s") and markers(second, "s"):
+            # A sentence split in two gives both sides its marker.
+            assert max(markers(first, "s")) <= min(markers(second, "s"))
+    labels = np.array([label for _, _, label in pairs])
+    assert 0.4 < labels.mean() < 0.6
+
+
+def test_sentence_order_pairs_with_ngram_masking(pretraining_corpus, pretraining_tokenizer,
+                                                 tmp_path):
+    ds = make_dataset(pretraining_corpus, pretraining_tokenizer, seed=5,
+                      pair_task="sentence_order", max_ngram=3)
+    # The same targets as next-sentence prediction: BertPretrainer's two-way head trains it.
+    assert ds.element_spec == make_dataset(pretraining_corpus, pretraining_tokenizer,
+                                           seed=5).element_spec
+    check_sentence_order_pairs(unmasked_pairs(ds.take(25).as_numpy_iterator()))
+
+    paths = write_pretraining_tfrecords(
+        str(pretraining_corpus / "part-*.txt"), pretraining_tokenizer, str(tmp_path / "sop"),
+        seq_length=SEQ_LENGTH, seed=3, window_size=6, shuffle_buffer_size=100,
+        pair_task="sentence_order")
+    assert tfrecords_pair_task(paths) == "sentence_order"
+    read = read_pretraining_tfrecords(paths, pretraining_tokenizer, batch_size=BATCH,
+                                      max_predictions_per_seq=SLOTS, seed=4, max_ngram=3)
+    assert read.element_spec == ds.element_spec
+    check_sentence_order_pairs(unmasked_pairs(read.take(25).as_numpy_iterator()))
+
+
+def test_pair_task_and_the_older_next_sentence_flag(pretraining_corpus, pretraining_tokenizer):
+    with pytest.raises(ValueError, match="contradicts pair_task='sentence_order'"):
+        make_dataset(pretraining_corpus, pretraining_tokenizer, next_sentence=False,
+                     pair_task="sentence_order")
+    with pytest.raises(ValueError, match="pair_task must be one of"):
+        make_dataset(pretraining_corpus, pretraining_tokenizer, pair_task="none")
 
 
 def test_bad_input_files_are_named(tmp_path, pretraining_tokenizer):

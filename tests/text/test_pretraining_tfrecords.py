@@ -3,6 +3,7 @@ import tensorflow as tf
 
 from keras_bert_core.text.pretraining_tfrecords import (
     read_pretraining_tfrecords,
+    tfrecords_pair_task,
     write_pretraining_tfrecords,
 )
 from tests.text.pretraining_helpers import (
@@ -41,6 +42,13 @@ def test_tfrecords_round_trip(pretraining_stream, pretraining_corpus, pretrainin
     features = records[0].features.feature
     assert len(features["input_ids"].int64_list.value) == SEQ_LENGTH
     assert MASK not in features["input_ids"].int64_list.value, "files hold unmasked pairs"
+    assert tfrecords_pair_task(paths) == "next_sentence"
+    # google-research's files (BERT's, ALBERT's) hold labels but do not say for which task.
+    google_research = tmp_path / "google-research.tfrecord"
+    del features["pair_task"]
+    with tf.io.TFRecordWriter(str(google_research)) as writer:
+        writer.write(records[0].SerializeToString())
+    assert tfrecords_pair_task(str(google_research)) == "unknown"
 
     ds = read_pretraining_tfrecords(
         str(tmp_path / "out" / "pairs-*"),
