@@ -1,5 +1,5 @@
-"""`kbc pretrain`: masked-LM + next-sentence (or masked-LM only) pretraining from raw text
-or TFRecords."""
+"""`kbc pretrain`: masked-LM + next-sentence, masked-LM + sentence-order (ALBERT), or
+masked-LM only pretraining from raw text or TFRecords."""
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
@@ -24,6 +24,7 @@ from keras_bert_core.cli.common import (
 from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
+PAIR_TASKS = ("next_sentence", "sentence_order", "none")
 
 
 def add_arguments(parser):
@@ -37,9 +38,19 @@ def add_arguments(parser):
                              "--seq-length)")
     parser.add_argument("--whole-word-masking", action="store_true",
                         help="mask every piece of a word together")
+    parser.add_argument("--max-ngram", type=positive_int, default=1, metavar="N",
+                        help="mask n-grams of up to N words (pieces without "
+                             "--whole-word-masking), n drawn with p(n) ~ 1/n; ALBERT uses 3 "
+                             "with --whole-word-masking (default: 1, single words)")
+    parser.add_argument("--pair-task", choices=PAIR_TASKS,
+                        help="the task on sentence pairs: next_sentence (BERT; B follows A "
+                             "or is random), sentence_order (ALBERT; B follows A, half the "
+                             "pairs swapped), or none: masked LM only (default: "
+                             "next_sentence)")
     parser.add_argument("--no-next-sentence", dest="next_sentence", action="store_false",
-                        help="masked LM only, as RoBERTa: no next-sentence head, and each "
-                             "row of text input is one run of consecutive sentences")
+                        help="the same as --pair-task none: masked LM only, as RoBERTa: no "
+                             "pair head, and each row of text input is one run of "
+                             "consecutive sentences")
     add_model_options(parser)
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="continue pretraining these weights (any supported format, or "
@@ -53,32 +64,55 @@ def add_arguments(parser):
     add_run_options(parser)
 
 
-def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
-                     whole_word_masking=False, seed=None, next_sentence=True):
-    """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards."""
-    from keras_bert_core.text.pretraining_data import pretraining_dataset
-    from keras_bert_core.text.pretraining_tfrecords import read_pretraining_tfrecords
+def resolve_pair_task(args):
+    """Sets `args.pair_task` ("next_sentence", "sentence_order" or "none") from
+    `--pair-task` and `--no-next-sentence`, and `args.next_sentence` to whether there is a
+    pair head; refuses the two options when they disagree."""
+    if args.pair_task is None:  # also a run saved before --pair-task existed
+        args.pair_task = "next_sentence" if args.next_sentence else "none"
+    elif not args.next_sentence and args.pair_task != "none":
+        raise UserError(f"--no-next-sentence (masked LM only) contradicts --pair-task "
+                        f"{args.pair_task}; give one of them")
+    args.next_sentence = args.pair_task != "none"
+    return args
 
+
+def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
+                     whole_word_masking=False, seed=None, pair_task="next_sentence",
+                     max_ngram=1):
+    """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards;
+    `pair_task` is "next_sentence", "sentence_order" or "none"."""
+    from keras_bert_core.text.pretraining_data import pretraining_dataset
+    from keras_bert_core.text.pretraining_tfrecords import (
+        read_pretraining_tfrecords,
+        tfrecords_pair_task,
+    )
+
+    task = None if pair_task == "none" else pair_task
     try:
         if all(path.endswith(TFRECORD_SUFFIXES) for path in inputs):
-            dataset = read_pretraining_tfrecords(
-                inputs, tokenizer, batch_size=batch_size, max_predictions_per_seq=max_predictions,
-                seed=seed, whole_word_masking=whole_word_masking)
-            if next_sentence and "nsp" not in dataset.element_spec[1]:
+            recorded = tfrecords_pair_task(inputs)
+            if task and recorded is None:
                 raise UserError(f"{inputs[0]}: these TFRecords hold no next-sentence labels "
                                 "(written with next_sentence=False); pretrain on them with "
                                 "--no-next-sentence")
+            if task and recorded not in (task, "unknown"):
+                raise UserError(f"{inputs[0]}: these TFRecords hold {recorded} labels, not "
+                                f"{task}; pretrain on them with --pair-task {recorded}")
+            dataset = read_pretraining_tfrecords(
+                inputs, tokenizer, batch_size=batch_size, max_predictions_per_seq=max_predictions,
+                seed=seed, whole_word_masking=whole_word_masking, max_ngram=max_ngram)
         else:
             dataset = pretraining_dataset(
                 inputs, tokenizer, seq_length=seq_length, max_predictions_per_seq=max_predictions,
                 batch_size=batch_size, seed=seed, whole_word_masking=whole_word_masking,
-                next_sentence=next_sentence)
+                pair_task=task, max_ngram=max_ngram)
     except ValueError as e:  # an empty file, a bad sequence length
         raise UserError(str(e)) from None
     # An empty stream would make `fit` end at once with a NaN loss, as if it had trained.
     if not any(True for _ in dataset.take(1)):
         hint = (" (next-sentence rows need documents of two or more sentences, one a line)"
-                if next_sentence else "")
+                if task == "next_sentence" else "")
         raise UserError(f"{', '.join(inputs)}: not enough text for one batch of {batch_size} "
                         f"rows of {seq_length} tokens{hint}; give more text or a smaller "
                         "--batch-size")
@@ -114,6 +148,7 @@ def run(args):
         args, saved = resumed_arguments(args, older_defaults={"next_sentence": True})
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
+    resolve_pair_task(args)
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
@@ -126,7 +161,7 @@ def run(args):
     tokenizer = BertTokenizer(vocab, lower_case=not args.cased)
     dataset = pretraining_data(args.inputs, tokenizer, args.seq_length, args.batch_size,
                                max_predictions, args.whole_word_masking, args.seed,
-                               args.next_sentence)
+                               args.pair_task, args.max_ngram)
     with training_scope(training, strategy):
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))
