@@ -1,4 +1,9 @@
-"""Learn a WordPiece vocabulary from raw text files with tf.text's BERT vocabulary learner."""
+"""Learn a vocabulary from raw text files: WordPiece (BERT, DistilBERT) with tf.text's BERT
+vocabulary learner, byte-level BPE (RoBERTa) with Hugging Face `tokenizers`, SentencePiece
+(ALBERT) with `sentencepiece`."""
+
+import os
+import unicodedata
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -100,3 +105,114 @@ def _fit_to_size(vocab, vocab_size, reserved_tokens):
     others = [t for t in vocab if t not in essential]
     keep = essential.union(others[: vocab_size - len(essential)])
     return [t for t in vocab if t in keep]
+
+
+# RoBERTa's special tokens, in its id order (<mask> follows them here, last in RoBERTa).
+BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+# ALBERT's: <pad> 0, <unk> 1, then these control symbols.
+SENTENCEPIECE_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
+
+
+def _lines(files):
+    for path in expand_text_files(files):
+        with tf.io.gfile.GFile(path) as f:
+            yield from f
+
+
+def learn_bpe_vocab(files, vocab_size, output_dir, min_count=2):
+    """Learns a RoBERTa-style byte-level BPE vocabulary (`vocab.json` + `merges.txt`).
+
+    GPT-2's pre-tokenization, all 256 byte symbols (no text is ever `<unk>`), RoBERTa's
+    special tokens first; the files load into `BytePairTokenizer` and Hugging Face's
+    `RobertaTokenizer` alike.
+
+    Args:
+        files: a path, a glob, or a list of them, of UTF-8 text files.
+        vocab_size: int, the maximum number of tokens, special tokens included.
+        output_dir: the folder to write `vocab.json` and `merges.txt` into.
+        min_count: the least number of times a merge must occur.
+
+    Returns:
+        The paths `(vocab.json, merges.txt)`.
+
+    Example:
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "corpus.txt")
+    >>> _ = open(path, "w").write("The cat sat on the mat.\\nThe cats sat.\\n" * 20)
+    >>> vocab_file, merges_file = learn_bpe_vocab(path, 300, folder)
+    >>> os.path.basename(vocab_file), os.path.basename(merges_file)
+    ('vocab.json', 'merges.txt')
+    """
+    from tokenizers import ByteLevelBPETokenizer
+
+    alphabet = 256 + len(BPE_SPECIAL_TOKENS)
+    if vocab_size <= alphabet:
+        raise ValueError(f"vocab_size {vocab_size} leaves no room for merges: a byte-level "
+                         f"BPE vocabulary starts with {alphabet} tokens (256 bytes and "
+                         f"{len(BPE_SPECIAL_TOKENS)} special tokens)")
+    tokenizer = ByteLevelBPETokenizer(add_prefix_space=False)
+    tokenizer.train_from_iterator(
+        _lines(files), vocab_size=vocab_size, min_frequency=min_count,
+        special_tokens=list(BPE_SPECIAL_TOKENS), show_progress=False)
+    if tokenizer.get_vocab_size() <= len(BPE_SPECIAL_TOKENS):
+        raise ValueError(f"{files}: no text to learn a vocabulary from")
+    os.makedirs(output_dir, exist_ok=True)
+    vocab_file, merges_file = tokenizer.save_model(str(output_dir))
+    return vocab_file, merges_file
+
+
+def albert_normalize(text, lower_case=True, keep_accents=False):
+    """ALBERT's text preprocessing before SentencePiece (whitespace runs collapsed, ``
+    and '' made ", accents stripped, lower case), as `SentencePieceTokenizer` applies it.
+
+    >>> albert_normalize("  Café   ``quoted''  ")
+    'cafe "quoted"'
+    """
+    text = " ".join(text.strip().split()).replace("``", '"').replace("''", '"')
+    if not keep_accents:
+        text = "".join(c for c in unicodedata.normalize("NFKD", text)
+                       if not unicodedata.combining(c))
+    return text.lower() if lower_case else text
+
+
+def learn_sentencepiece_model(files, vocab_size, output_file, lower_case=True):
+    """Learns an ALBERT-style SentencePiece unigram model (`spiece.model`).
+
+    The text is preprocessed as ALBERT's tokenizer preprocesses it (`albert_normalize`);
+    ids 0-4 are ALBERT's `<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`.
+
+    Args:
+        files: a path, a glob, or a list of them, of UTF-8 text files.
+        vocab_size: int, the number of pieces, special tokens included.
+        output_file: the `.model` file to write.
+        lower_case: learn an uncased model; must match the tokenizer's `lower_case`.
+
+    Returns:
+        `output_file`.
+
+    Example:
+    >>> import tempfile, os
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "corpus.txt")
+    >>> _ = open(path, "w").write("The cat sat on the mat.\\nThe cats sat.\\n" * 20)
+    >>> os.path.basename(learn_sentencepiece_model(path, 30, os.path.join(folder, "a.model")))
+    'a.model'
+    """
+    import io
+
+    import sentencepiece
+
+    lines = (albert_normalize(line, lower_case) for line in _lines(files))
+    model = io.BytesIO()
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=(line for line in lines if line), model_writer=model,
+            vocab_size=vocab_size, model_type="unigram", pad_id=0, unk_id=1, bos_id=-1,
+            eos_id=-1, control_symbols=list(SENTENCEPIECE_CONTROL_SYMBOLS),
+            hard_vocab_limit=False, minloglevel=2)
+    except RuntimeError as e:
+        raise ValueError(f"{files}: cannot learn a SentencePiece model ({e})") from None
+    with tf.io.gfile.GFile(output_file, "wb") as f:
+        f.write(model.getvalue())
+    return output_file

@@ -78,6 +78,35 @@ def test_vocab_learns_a_vocabulary_and_keeps_existing_files(kbc, corpus, tmp_pat
     assert kbc("vocab", corpus, "--output", output, "--vocab-size", 100, "--overwrite").code == 0
 
 
+@pytest.mark.parametrize("kind", ["bpe", "sentencepiece"])
+def test_vocab_learns_bpe_and_sentencepiece_vocabularies(kbc, corpus, tmp_path, kind):
+    output = tmp_path / kind
+    result = kbc("vocab", corpus, "--kind", kind, "--output", output, "--vocab-size", 400)
+    assert result.code == 0, result.err
+    text = corpus.read_text().splitlines()[0]
+    if kind == "bpe":
+        from tokenizers import ByteLevelBPETokenizer
+
+        assert sorted(os.listdir(output)) == ["merges.txt", "vocab.json"]
+        vocab = json.loads((output / "vocab.json").read_text())
+        assert [vocab[t] for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")] == [0, 1, 2, 3, 4]
+        reference = ByteLevelBPETokenizer(str(output / "vocab.json"), str(output / "merges.txt"))
+        # Learned merges: a corpus line takes fewer tokens than it has bytes.
+        assert len(reference.encode(text).ids) < len(text.encode()) / 2
+    else:
+        import sentencepiece
+
+        model = sentencepiece.SentencePieceProcessor(model_file=str(output))
+        assert [model.id_to_piece(i) for i in range(5)] == [
+            "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
+        assert model.unk_id() not in model.encode(text.lower())
+    again = kbc("vocab", corpus, "--kind", kind, "--output", output)
+    assert again.code == 2 and "already exists" in again.err
+    assert kbc("vocab", corpus, "--kind", "bpe", "--cased", "-o", tmp_path / "x").code == 2
+    small = kbc("vocab", corpus, "--kind", "bpe", "--vocab-size", 100, "-o", tmp_path / "y")
+    assert small.code == 2 and "starts with 261 tokens" in small.err
+
+
 def test_pretrain_writes_a_complete_run_directory(pretrain_run):
     run = RunDirectory.open(pretrain_run)
     config = run.config()
