@@ -1,0 +1,613 @@
+"""SentencePiece tokenization (ALBERT) inside the TensorFlow graph.
+
+The layer gives the ids of the ``sentencepiece`` library (``SentencePieceProcessor.encode``)
+applied to a text after ALBERT's preprocessing (``preprocess_text`` of ALBERT's original
+``tokenization.py`` and of transformers 4's slow ``AlbertTokenizer``):
+
+1. whitespace runs become one space, none at either end (``" ".join(text.split())``, with
+   Python's whitespace);
+2. ``````  and ``''`` become ``"``;
+3. unless ``keep_accents``: NFKD, then every combining character (canonical combining class
+   other than 0) removed;
+4. if ``lower_case``: Python's ``str.lower`` (full case mapping, with the final-sigma rule).
+
+The model's own normalizer (``nmt_nfkc`` in ALBERT's models) then runs inside the
+SentencePiece op. (ALBERT's ``encode_pieces`` and that slow tokenizer also split a piece
+that ends in a digit and a comma, ``"▁1,"``, into ``"▁1", ","``; ``SentencePieceProcessor``
+does not, nor does this layer.) Steps 1-4 work one character at a time, except where they
+look at neighbours (whitespace runs, quote pairs, the final sigma), so a table made in
+Python from ``unicodedata`` at construction says, for every code point, what they make of
+it (its kind, its output characters and what the final-sigma rule sees of them); the graph
+looks characters up in it, settles the neighbours with index arithmetic and spells the
+preprocessed text. NFKD's reordering of combining marks only moves marks that step 3
+removes, so one character at a time is exact. Python's Unicode tables are the reference's
+own: the table follows the Python that builds it.
+
+Two pipelines:
+
+* Default (TF Serving): UTF-8 decoded with ``UnicodeDecodeWithOffsets``, the text spelled
+  with ``UnicodeEncode``, tokenized by tf.text's ``SentencepieceOp`` /
+  ``SentencepieceTokenizeOp`` (``...WithOffsetsOp`` for offsets), all on the TF Serving
+  allowlist. That op bundles an older ``sentencepiece``, whose Viterbi search breaks ties
+  between equally scored segmentations differently (float rounding): where two orders of
+  the same pieces score the same (``"0", "00"`` or ``"00", "0"`` in a run of digits), its
+  ids are the other order.
+* ``tflite_compatible=True``: UTF-8 decoded by arithmetic on the bytes
+  (``ByteSplitWithOffsets``), the text spelled byte by byte with
+  ``FastWordpieceDetokenize`` (a vocabulary of the 255 non-zero bytes), tokenized by
+  ``FastSentencepieceTokenize``, which gives the ids of the ``sentencepiece`` library
+  itself. TFLite builtins plus those three tf.text ops, which tf.text's TFLite registrar
+  resolves; the same graph runs in TensorFlow. A NUL character, which that vocabulary
+  cannot spell, is spelled as a private-use character that no piece holds (both are
+  unknown characters to the model). The fast op gives no offsets: ``tokenize_with_offsets``
+  runs the default pipeline.
+
+Invalid UTF-8 reads as U+FFFD (which ``nmt_nfkc`` removes). Special tokens are never
+produced from text: ``"[CLS]"`` in a text is tokenized as its characters.
+"""
+
+import base64
+import functools
+import hashlib
+import os
+import struct
+import unicodedata
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
+
+from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
+from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
+from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
+
+# What ALBERT's preprocessing does with a character (the table's low 3 bits).
+_SAME, _MAPPED, _SPACE, _BACKTICK, _APOSTROPHE, _SIGMA = range(6)
+# What the final-sigma rule sees at each end of a character's output (2 bits each): nothing
+# (empty or case-ignorable only), a cased character, or another one.
+_IGNORED, _CASED, _UNCASED = range(3)
+_KIND_BITS, _CLASS_BITS = 8, 4
+_SPELLING_UNIT = _KIND_BITS * _CLASS_BITS * _CLASS_BITS
+_SPACE_CHAR, _QUOTE_CHAR, _SMALL_SIGMA, _FINAL_SIGMA = 0x20, 0x22, 0x3C3, 0x3C2
+_REPLACEMENT_CHAR = 0xFFFD
+# Piece types of sentencepiece_model.proto.
+_NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
+
+
+def _case_properties(chars):
+    """`(case_ignorable, cased)` of each character, as Python's `str.lower` sees them for
+    the final-sigma rule (not exposed otherwise): a case-ignorable character after "AΣ" is
+    skipped, so the sigma is final before a following "|" and not before an "A"."""
+    ignorable, cased = {}, {}
+    for c in chars:
+        lowered_before_bar = ("AΣ" + c + "|").lower()[1]
+        lowered_before_a = ("AΣ" + c + "A").lower()[1]
+        ignorable[c] = lowered_before_bar == "ς" and lowered_before_a == "σ"
+        cased[c] = lowered_before_bar == "σ"
+    return ignorable, cased
+
+
+def _end_class(chars, ignorable, cased):
+    for c in chars:
+        if not ignorable[c]:
+            return _CASED if cased[c] else _UNCASED
+    return _IGNORED
+
+
+@functools.lru_cache(maxsize=4)
+def albert_character_table(lower_case, keep_accents):
+    """ALBERT's preprocessing of every code point, from Python's `unicodedata`.
+
+    Returns:
+        `(block_of, entries, spelling_splits, spelling_values)`, int32 arrays. For a code
+        point `c`, element `block_of[c // BLOCK_SIZE] * BLOCK_SIZE + c % BLOCK_SIZE` of
+        `entries` is `kind + 8 * (left + 4 * right) + 128 * spelling`: what happens to it
+        (`_SAME`: itself; `_MAPPED`: the code points
+        `spelling_values[spelling_splits[spelling]:spelling_splits[spelling + 1]]`, maybe
+        none; `_SPACE`; a quote; `_SIGMA`: σ or ς) and, lower-casing, the final-sigma class
+        of its output's first and last characters.
+    """
+    kinds = np.full(NUM_CODE_POINTS, _SAME, np.int32)
+    classes = np.full(NUM_CODE_POINTS, _UNCASED * (1 + _CLASS_BITS), np.int32)
+    spelling = np.zeros(NUM_CODE_POINTS, np.int32)
+    # Unassigned, private-use and surrogate code points: themselves, uncased (the default).
+    assigned = [chr(c) for c in range(NUM_CODE_POINTS)
+                if unicodedata.category(chr(c)) not in ("Cn", "Co", "Cs")]
+    ignorable, cased = _case_properties(assigned) if lower_case else ({}, {})
+    spellings = {(): 0}
+    for c in assigned:
+        code = ord(c)
+        if c.isspace():
+            kinds[code] = _SPACE
+            continue
+        if c in "`'":
+            kinds[code] = _BACKTICK if c == "`" else _APOSTROPHE
+            classes[code] = _IGNORED  # case-ignorable, unless paired (set in the graph)
+            continue
+        text = c
+        if not keep_accents:
+            text = "".join(x for x in unicodedata.normalize("NFKD", c)
+                           if not unicodedata.combining(x))
+        if lower_case:
+            classes[code] = (_end_class(text, ignorable, cased) + _CLASS_BITS
+                             * _end_class(reversed(text), ignorable, cased))
+            if text == "Σ":
+                kinds[code] = _SIGMA
+                continue
+            # An output that holds Σ among other characters (none in Unicode 14) takes the
+            # sigma that it gives on its own.
+            text = text.lower()
+        if text != c:
+            kinds[code] = _MAPPED
+            spelling[code] = spellings.setdefault(tuple(map(ord, text)), len(spellings))
+    entries = kinds + _KIND_BITS * classes + _SPELLING_UNIT * spelling
+    blocks, block_of = np.unique(entries.reshape(-1, BLOCK_SIZE), axis=0, return_inverse=True)
+    values = [code for chars in spellings for code in chars]
+    splits = np.cumsum([0] + [len(chars) for chars in spellings])
+    return (block_of.astype(np.int32).ravel(), blocks.astype(np.int32).ravel(),
+            splits.astype(np.int32), np.array(values or [0], np.int32))
+
+
+def unigram_model_proto(pieces):
+    """A SentencePiece unigram model (serialized `ModelProto` bytes) with ALBERT's special
+    pieces (`<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`, ids 0-4), then `pieces`, a list of
+    `(piece, score)` pairs. No character normalization (only the dummy prefix and the
+    whitespace handling); for examples and tests, real models come from `spm_train`."""
+
+    def varint(value):
+        value &= (1 << 64) - 1
+        out = bytearray()
+        while True:
+            out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+            value >>= 7
+            if not value:
+                return bytes(out)
+
+    def field(number, payload):  # length-delimited
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    def number(field_number, value):
+        return varint(field_number << 3) + varint(value)
+
+    specials = [("<pad>", 0.0, _CONTROL), ("<unk>", 0.0, _UNKNOWN), ("[CLS]", 0.0, _CONTROL),
+                ("[SEP]", 0.0, _CONTROL), ("[MASK]", 0.0, _CONTROL)]
+    proto = b"".join(
+        field(1, field(1, piece.encode("utf-8")) + varint(2 << 3 | 5)
+              + struct.pack("<f", score) + number(3, kind))
+        for piece, score, kind in specials + [(p, s, _NORMAL) for p, s in pieces])
+    # Trainer spec: unigram; unk 1, no bos/eos, pad 0. Normalizer spec: identity.
+    proto += field(2, number(3, 1) + number(40, 1) + number(41, -1) + number(42, -1)
+                   + number(43, 0))
+    return proto + field(3, field(1, b"identity"))
+
+
+class _SharedSentencepieceModel(tf_text_sentencepiece._SentencepieceModelResource):
+    """tf.text's `SentencepieceOp` resource under a shared name (the model's digest). tf.text
+    leaves it private to the op's kernel, and TensorFlow drops eager kernels, and so the
+    resource under every tokenizer of the model, whenever its kernel cache is cleared
+    (`tf.random.set_seed` and `keras.utils.set_random_seed` clear it)."""
+
+    def __init__(self, model):
+        self._shared_name = "keras_bert_core_sentencepiece_" + hashlib.sha256(model).hexdigest()
+        super().__init__(model, "SentencepieceModel")
+
+    def _create_resource(self):
+        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._model, shared_name=self._shared_name)
+
+
+@functools.cache
+def _sentencepiece_op_tokenizer(model):
+    """tf.text's `SentencepieceTokenizer` of a model (one per process) on the shared
+    resource."""
+    with tf.init_scope():
+        tokenizer = tf_text.SentencepieceTokenizer(model, out_type=tf.int32)
+        tokenizer._model_resource = _SharedSentencepieceModel(model)
+    return tokenizer
+
+
+def _read_model(model):
+    if isinstance(model, (bytes, bytearray)):
+        return bytes(model)
+    if isinstance(model, (str, os.PathLike)):
+        with open(model, "rb") as f:
+            return f.read()
+    raise TypeError(f"model must be a path to a SentencePiece model or its bytes, got "
+                    f"{type(model).__name__}")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class SentencePieceTokenizer(keras.layers.Layer):
+    """SentencePiece tokenizer with ALBERT's preprocessing, inside the TensorFlow graph.
+
+    Strings go in, piece ids come out: in a `tf.data` pipeline, in a `tf.function`, in an
+    exported SavedModel (TF Serving) and, with `tflite_compatible=True`, in a TFLite model.
+    The ids are those of the `sentencepiece` library on the text as ALBERT preprocesses it:
+    whitespace runs collapsed, ```` `` ```` and `''` read as `"`, accents stripped (NFKD
+    without combining characters) unless `keep_accents`, lower case if `lower_case`. The
+    default pipeline runs tf.text's `SentencepieceOp`, whose older `sentencepiece` orders
+    the pieces of equally scored segmentations differently in rare spans (e.g. `"00", "0"`
+    for `"0", "00"` in a run of digits); the TFLite-compatible one has none of those
+    differences. Special tokens are never produced from text; add them with a packer.
+
+    Args:
+        model: path to a SentencePiece model (`spiece.model`) or its bytes. The config
+            stores the bytes (base64).
+        lower_case: lower-case the text (`str.lower`), as uncased ALBERT models do.
+        keep_accents: keep accents (no NFKD, no stripping of combining characters).
+        tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
+            ops that its TFLite registrar resolves); `tokenize_with_offsets` still runs the
+            default pipeline, whose ops TFLite lacks.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Example:
+    >>> model = unigram_model_proto([("▁the", -1.0), ("▁quick", -2.0), ("▁fox", -2.0),
+    ...                              ("▁", -3.0), ("s", -3.0), (".", -3.0)])
+    >>> tokenizer = SentencePieceTokenizer(model)
+    >>> tokenizer(["The  QUICK fox.", "Foxes"]).to_list()
+    [[5, 6, 7, 10], [7, 1, 9]]
+    >>> [tokenizer.id_to_token(i) for i in tokenizer("the fox")]
+    ['▁the', '▁fox']
+    >>> ids, starts, ends = tokenizer.tokenize_with_offsets(["The  QUICK fox."])
+    >>> starts.to_list(), ends.to_list()
+    ([[0, 3, 10, 14]], [[3, 10, 14, 15]])
+    >>> tokenizer.detokenize(ids).numpy().tolist()
+    [b'the quick fox.']
+    >>> SentencePieceTokenizer(model, tflite_compatible=True)(["The  QUICK fox."]).to_list()
+    [[5, 6, 7, 10]]
+    """
+
+    def __init__(self, model, lower_case=True, keep_accents=False, tflite_compatible=False,
+                 **kwargs):
+        kwargs.setdefault("dtype", "int32")
+        super().__init__(**kwargs)
+        # Strings go in as they are (Keras would cast inputs to the layer dtype).
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.model = _read_model(model)
+        self.lower_case = bool(lower_case)
+        self.keep_accents = bool(keep_accents)
+        self.tflite_compatible = bool(tflite_compatible)
+        # Created eagerly even when the layer is built inside a tf.function.
+        with tf.init_scope():
+            sentencepiece = _sentencepiece_op_tokenizer(self.model)
+            self._pieces = [p.decode("utf-8") for p in sentencepiece.id_to_string(
+                tf.range(sentencepiece.vocab_size())).numpy().tolist()]
+            self._piece_ids = {piece: i for i, piece in enumerate(self._pieces)}
+            self._preprocessing = _AlbertPreprocessing(self.lower_case, self.keep_accents)
+            if self.tflite_compatible:
+                self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(self.model)
+                chars = {c for piece in self._pieces for c in piece}
+                nul_stand_in = next(c for c in range(0xE000, 0xF900) if chr(c) not in chars)
+                self._speller = _ByteSpeller(nul_stand_in)
+            else:
+                self._sentencepiece = sentencepiece
+        self.built = True
+
+    # Vocabulary lookups (Python side).
+    def vocabulary_size(self):
+        return len(self._pieces)
+
+    def token_to_id(self, token):
+        if token not in self._piece_ids:
+            raise KeyError(f"Token {token!r} is not in the SentencePiece model.")
+        return self._piece_ids[token]
+
+    def id_to_token(self, token_id):
+        token_id = int(token_id)
+        if not 0 <= token_id < len(self._pieces):
+            raise KeyError(f"Id {token_id} is outside the model's {len(self._pieces)} pieces.")
+        return self._pieces[token_id]
+
+    @property
+    def cls_id(self):
+        return self.token_to_id("[CLS]")
+
+    @property
+    def sep_id(self):
+        return self.token_to_id("[SEP]")
+
+    @property
+    def pad_id(self):
+        return self.token_to_id("<pad>")
+
+    @property
+    def mask_id(self):
+        return self.token_to_id("[MASK]")
+
+    @property
+    def unk_id(self):
+        return self.token_to_id("<unk>")
+
+    def call(self, inputs):
+        """Tokenizes strings.
+
+        Args:
+            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
+
+        Returns:
+            int32 `tf.RaggedTensor` [batch, (pieces)] for a batch, or an int32 `tf.Tensor`
+            [pieces] for a single string.
+        """
+        text, single = as_batch(inputs)
+        if self.tflite_compatible:
+            chars = _tflite_characters(text)
+            out_chars, _, out_splits = self._preprocessing(chars)
+            ids = self._fast_sentencepiece.tokenize(self._speller(out_chars, out_splits))
+            ids = tf.cast(ids, tf.int32)
+        else:
+            chars = _characters(text)
+            out_chars, _, out_splits = self._preprocessing(chars)
+            ids = self._sentencepiece.tokenize(_spell(out_chars, out_splits))
+        keep_static_batch_size(ids, text)
+        return ids[0] if single else ids
+
+    def tokenize_with_offsets(self, inputs):
+        """Tokenizes strings and locates every piece in its input string.
+
+        Always the default pipeline (tf.text's `SentencepieceTokenizeWithOffsetsOp`): the
+        fast op of the TFLite-compatible pipeline gives no offsets.
+
+        Args:
+            inputs: a list of strings or a 1-D string tensor.
+
+        Returns:
+            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (pieces)] tensors of
+            int32, int64, int64. `inputs[i][start:end]` (in bytes) holds the input
+            characters the piece comes from: a piece that starts with `▁` from the space
+            before its word, a character whose preprocessing gives several characters
+            (`ﬁ`) whole, characters that preprocessing removes (combining accents, the
+            second quote of a pair) with the piece before them. A `▁` piece that stands
+            for the start of the text is an empty span where the first character starts.
+        """
+        text, single = as_batch(inputs)
+        if single:
+            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
+        if not hasattr(self, "_sentencepiece"):
+            # The TFLite-compatible layer holds the SentencepieceOp (whose resource a TFLite
+            # converter would meet) only from here on; a SavedModel then tracks it.
+            self._sentencepiece = _sentencepiece_op_tokenizer(self.model)
+        chars = _characters(text)
+        out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
+        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(
+            _spell(out_chars, out_splits))
+        starts, ends = _input_offsets(chars, span_ends, out_chars, sources, out_splits, starts,
+                                      ends)
+        outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
+        for x in outputs:
+            keep_static_batch_size(x, text)
+        return outputs
+
+    def detokenize(self, token_ids):
+        """The preprocessed text back (lower case, without accents, as the model reads it):
+        pieces joined, `▁` as spaces, unknown pieces as ` ⁇ `, control pieces as nothing.
+
+        Args:
+            token_ids: int ragged [batch, (pieces)] or dense [batch, pieces] ids, or a 1-D
+                tensor of one text's ids.
+
+        Returns:
+            string tensor [batch] (or a scalar for 1-D ids).
+        """
+        if not isinstance(token_ids, tf.RaggedTensor):
+            token_ids = tf.convert_to_tensor(token_ids)
+            if token_ids.shape.rank == 1:
+                return self.detokenize(tf.expand_dims(token_ids, 0))[0]
+            token_ids = tf.RaggedTensor.from_tensor(token_ids)
+        token_ids = tf.cast(token_ids, tf.int32)
+        if self.tflite_compatible:
+            return self._fast_sentencepiece.detokenize(token_ids)
+        return self._sentencepiece.detokenize(token_ids)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "model": base64.b64encode(self.model).decode("ascii"),
+            "lower_case": self.lower_case,
+            "keep_accents": self.keep_accents,
+            "tflite_compatible": self.tflite_compatible,
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("model"), str):
+            config["model"] = base64.b64decode(config["model"])
+        return cls(**config)
+
+
+class _Characters:
+    """The characters of a batch of texts, flat, in row order (int32 [chars] each): code
+    point (U+FFFD for invalid bytes), row and byte start in its text, with the row splits
+    [rows + 1] and each text's length in bytes [rows]."""
+
+    def __init__(self, code_points, rows, starts, row_splits, text_lengths):
+        self.code_points, self.rows, self.starts = code_points, rows, starts
+        self.row_splits, self.text_lengths = row_splits, text_lengths
+
+
+def _characters(text):
+    """The characters of `text` with TensorFlow core ops."""
+    code_points, starts = tf.strings.unicode_decode_with_offsets(
+        text, "UTF-8", errors="replace", replacement_char=_REPLACEMENT_CHAR)
+    return _Characters(code_points.flat_values, tf.cast(code_points.value_rowids(), tf.int32),
+                       tf.cast(starts.flat_values, tf.int32),
+                       tf.cast(code_points.row_splits, tf.int32), tf.strings.length(text))
+
+
+def _tflite_characters(text):
+    """The characters of `text` with TFLite builtins (and tf.text's byte split): every
+    valid UTF-8 character, and every byte that is in none as a U+FFFD."""
+    code_points, lengths, byte_rows, _, byte_splits = _utf8_bytes(text)
+    covered = tf.zeros_like(lengths, tf.bool)
+    for k in (1, 2, 3):  # inside a valid character that starts k bytes before
+        covered |= _shift(lengths, -k, fill=0) > k
+    starts_char = (lengths > 0) | ~covered
+    positions = _positions(starts_char)
+    valid = tf.gather(lengths, positions) > 0
+    row_starts = tf.gather(byte_splits, tf.gather(byte_rows, positions))
+    chars_before = tf.pad(tf.cumsum(tf.cast(starts_char, tf.int32)), [[1, 0]])
+    return _Characters(
+        tf.where(valid, tf.gather(code_points, positions), _REPLACEMENT_CHAR),
+        tf.gather(byte_rows, positions), positions - row_starts,
+        tf.gather(chars_before, byte_splits), byte_splits[1:] - byte_splits[:-1])
+
+
+class _AlbertPreprocessing(tf.Module):
+    """ALBERT's preprocessing of flat characters, with index arithmetic that TFLite's
+    builtins have. Called on `_Characters`, it returns the preprocessed texts' code points
+    (flat int32), the character each comes from and their row splits; `with_spans` adds,
+    per character, the byte offset in its text where the input span of its output ends."""
+
+    def __init__(self, lower_case, keep_accents):
+        super().__init__()
+        self._lower_case = lower_case
+        block_of, entries, splits, values = albert_character_table(lower_case, keep_accents)
+        self._block_of = tf.constant(block_of)
+        self._entries = tf.constant(entries)
+        self._spelling_splits = tf.constant(splits)
+        self._spelling_lengths = tf.constant(splits[1:] - splits[:-1])
+        self._spelling_values = tf.constant(values)
+
+    def __call__(self, chars, with_spans=False):
+        code_points, rows = chars.code_points, chars.rows
+        entry = tf.gather(self._entries, tf.gather(self._block_of, code_points // BLOCK_SIZE)
+                          * BLOCK_SIZE + code_points % BLOCK_SIZE)
+        kind = entry % _KIND_BITS
+        after_same_row = _shift(rows, -1, fill=-1) == rows
+        # A whitespace run becomes one space, unless it starts or ends its text.
+        space = kind == _SPACE
+        text_chars = tf.pad(tf.cumsum(tf.cast(~space, tf.int32)), [[1, 0]])
+        before = tf.slice(text_chars, [0], tf.shape(kind))
+        kept_space = (space & ~(_shift(space, -1, fill=False) & after_same_row)
+                      & (before > tf.gather(text_chars, tf.gather(chars.row_splits, rows)))
+                      & (tf.gather(text_chars, tf.gather(chars.row_splits, rows + 1)) > before))
+        # In a run of equal quotes, pairs from the left become one '"'.
+        quote = (kind == _BACKTICK) | (kind == _APOSTROPHE)
+        continues = quote & (_shift(kind, -1, fill=-1) == kind) & after_same_row
+        run_start = quote & ~continues
+        run = tf.maximum(tf.cumsum(tf.cast(run_start, tf.int32)) - 1, 0)
+        in_run = tf.range(tf.size(kind)) - tf.gather(
+            tf.pad(_positions(run_start), [[0, 1]]), run)
+        second = continues & (in_run % 2 == 1)
+        first = quote & (in_run % 2 == 0) & _shift(continues, 1, fill=False)
+
+        single = tf.where(kept_space, _SPACE_CHAR, code_points)
+        single = tf.where(first, _QUOTE_CHAR, single)
+        if self._lower_case:
+            final = _final_sigma(entry, rows, first, second)
+            single = tf.where(kind == _SIGMA, tf.where(final, _FINAL_SIGMA, _SMALL_SIGMA),
+                              single)
+        spelling = entry // _SPELLING_UNIT
+        mapped = kind == _MAPPED
+        counts = tf.where(mapped, tf.gather(self._spelling_lengths, spelling), 1)
+        counts = tf.where((space & ~kept_space) | second, 0, counts)
+        splits = tf.pad(tf.cumsum(counts), [[1, 0]])
+        sources = row_ids(splits)
+        within = tf.range(tf.size(sources)) - tf.gather(splits, sources)
+        spelled = tf.gather(self._spelling_values, tf.gather(
+            self._spelling_splits, tf.gather(spelling, sources)) + within)
+        out_chars = tf.where(tf.gather(mapped, sources), spelled, tf.gather(single, sources))
+        outputs = (out_chars, sources, tf.gather(splits, chars.row_splits))
+        if not with_spans:
+            return outputs
+        # Characters without output (removed ones, a pair's second quote) join the span of
+        # the output before them; whitespace does not.
+        following, exists = _nearest(space | (counts > 0), rows, after=True)
+        span_ends = tf.where(exists, tf.gather(chars.starts, following),
+                             tf.gather(chars.text_lengths, rows))
+        return (*outputs, span_ends)
+
+
+def _nearest(marked, rows, after):
+    """For each position of a 1-D mask, the nearest marked position after it (`after`) or
+    before it, and whether there is one in the same row."""
+    marked_int = tf.cast(marked, tf.int32)
+    counts = tf.cumsum(marked_int)
+    index = counts if after else counts - marked_int - 1
+    found = tf.gather(tf.pad(_positions(marked), [[0, 1]]), tf.maximum(index, 0))
+    exists = (index >= 0) & (index < tf.reduce_sum(marked_int))
+    return found, exists & (tf.gather(rows, found) == rows)
+
+
+def _final_sigma(entry, rows, first, second):
+    """Whether each character, if a capital sigma, is final: after a cased character and
+    not before one, case-ignorable ones skipped (Python's `str.lower`)."""
+    left = entry // _KIND_BITS % _CLASS_BITS
+    right = entry // (_KIND_BITS * _CLASS_BITS) % _CLASS_BITS
+    # A pair of quotes is an uncased '"'; its second quote is gone.
+    left = tf.where(first, _UNCASED, tf.where(second, _IGNORED, left))
+    right = tf.where(first, _UNCASED, tf.where(second, _IGNORED, right))
+    before, has_before = _nearest(right != _IGNORED, rows, after=False)
+    after, has_after = _nearest(left != _IGNORED, rows, after=True)
+    return (has_before & (tf.gather(right, before) == _CASED)
+            & ~(has_after & (tf.gather(left, after) == _CASED)))
+
+
+def _spell(out_chars, out_splits):
+    """The preprocessed texts as strings (TensorFlow core ops)."""
+    return tf.strings.unicode_encode(
+        tf.RaggedTensor.from_row_splits(out_chars, out_splits, validate=False), "UTF-8")
+
+
+def _utf8_lengths(code_points):
+    return (1 + tf.cast(code_points >= 0x80, tf.int32) + tf.cast(code_points >= 0x800, tf.int32)
+            + tf.cast(code_points >= 0x10000, tf.int32))
+
+
+class _ByteSpeller(tf.Module):
+    """Spells flat code points as UTF-8 strings with TFLite builtins and tf.text's
+    `FastWordpieceDetokenize`: byte b is token b - 1 at the start of a text and "##" + b
+    (token 254 + b) after it. NUL, which no token can hold, is spelled as `nul_stand_in`."""
+
+    def __init__(self, nul_stand_in):
+        super().__init__()
+        self._nul_stand_in = nul_stand_in
+        tokens = ([bytes([b]) for b in range(1, 256)] + [b"##" + bytes([b]) for b in range(1, 256)]
+                  + [b"[UNK]"])
+        self._detokenizer = tf_text.FastWordpieceTokenizer(
+            tokens, support_detokenization=True, no_pretokenization=True)
+
+    def __call__(self, code_points, row_splits):
+        code_points = tf.where(code_points == 0, self._nul_stand_in, code_points)
+        lengths = _utf8_lengths(code_points)
+        byte_splits = tf.pad(tf.cumsum(lengths), [[1, 0]])
+        owner = row_ids(byte_splits)
+        within = tf.range(tf.size(owner)) - tf.gather(byte_splits, owner)
+        code_point, length = tf.gather(code_points, owner), tf.gather(lengths, owner)
+        # The bits of a character's byte: 6 per following byte; lead bytes add a prefix.
+        payload = code_point // tf.gather([1, 64, 4096, 262144], length - 1 - within)
+        byte = tf.where(within == 0, tf.gather([0, 0, 0xC0, 0xE0, 0xF0], length) + payload,
+                        0x80 + payload % 64)
+        text_splits = tf.gather(byte_splits, row_splits)
+        rows = row_ids(text_splits)
+        starts_text = _shift(rows, -1, fill=-1) != rows
+        tokens = tf.where(starts_text, byte - 1, 254 + byte)
+        return self._detokenizer.detokenize(tf.RaggedTensor.from_row_splits(
+            tokens, tf.cast(text_splits, tf.int64), validate=False))
+
+
+def _input_offsets(chars, span_ends, out_chars, sources, out_splits, starts, ends):
+    """Byte offsets in the input texts (flat int64) of pieces that `starts` and `ends`
+    (ragged, int64) locate in the preprocessed texts (TensorFlow core ops)."""
+    byte_splits = tf.pad(tf.cumsum(_utf8_lengths(out_chars)), [[1, 0]])
+    text_starts = tf.gather(byte_splits, out_splits)
+    rows = tf.cast(starts.value_rowids(), tf.int32)
+    begin = tf.gather(text_starts, rows) + tf.cast(starts.flat_values, tf.int32)
+    end = tf.gather(text_starts, rows) + tf.cast(ends.flat_values, tf.int32)
+    text_end = tf.gather(text_starts, rows + 1)
+    last = tf.maximum(tf.size(out_chars) - 1, 0)
+
+    def source(byte):  # the input character whose output holds the byte
+        out = tf.searchsorted(byte_splits, byte, side="right") - 1
+        return tf.gather(sources, tf.clip_by_value(out, 0, last))
+
+    # An empty span points where its byte's character starts (at the end of the text, where
+    # the last character's span ends: never seen).
+    input_begin = tf.where(begin < text_end, tf.gather(chars.starts, source(begin)),
+                           tf.gather(span_ends, source(text_end - 1)))
+    input_end = tf.where(end > begin, tf.gather(span_ends, source(end - 1)), input_begin)
+    return tf.cast(input_begin, tf.int64), tf.cast(input_end, tf.int64)

@@ -1,0 +1,323 @@
+"""SentencePieceTokenizer: the `sentencepiece` library's ids after ALBERT's preprocessing
+(stored in tests/text/data/sentencepiece by make_sentencepiece_fixture.py), the
+preprocessing itself against Python's, offsets, graph ops, SavedModel, config and `.keras`
+round trips, and the TFLite route in LiteRT."""
+
+import hashlib
+import json
+import random
+import unicodedata
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_core.export import (
+    graph_op_types,
+    saved_model_op_types,
+    unsupported_tf_serving_ops,
+)
+from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
+from keras_bert_core.text import sentencepiece_tokenizer as sp_module
+from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from tests.text.fuzz_texts import DATA, as_reference_text, fuzz_texts, tokenizer_corpus
+
+FIXTURE = DATA / "sentencepiece"
+MODEL_FILE = str(FIXTURE / "spiece.model")
+CONFIGS = {"uncased": (True, False), "cased": (False, False),
+           "uncased_accents": (True, True), "cased_accents": (False, True)}
+STRINGS = tf.TensorSpec([None], tf.string)
+
+
+def albert_preprocess(text, lower_case=True, keep_accents=False):
+    """ALBERT's `preprocess_text`, as tests/text/make_sentencepiece_fixture.py runs it."""
+    text = " ".join(text.strip().split())
+    text = text.replace("``", '"').replace("''", '"')
+    if not keep_accents:
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    return text.lower() if lower_case else text
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """`{config: (texts, ids)}` of the fixture, and the texts' Unicode version."""
+    with open(FIXTURE / "reference_texts.jsonl", encoding="utf-8") as f:
+        extra = [json.loads(line) for line in f]
+    corpus = tokenizer_corpus()
+    stored = np.load(FIXTURE / "reference_ids.npz")
+    digest = hashlib.sha256(json.dumps(corpus, ensure_ascii=False).encode("utf-8")).hexdigest()
+    assert str(stored["corpus_sha256"]) == digest, (
+        "tokenizer_corpus.jsonl changed: run tests/text/make_sentencepiece_fixture.py")
+    texts = corpus + extra
+    # Characters unassigned in the fixture's Unicode version may have properties now.
+    newer = set()
+    if str(stored["unidata_version"]) != unicodedata.unidata_version:
+        newer = {chr(c) for c in stored["unassigned"]}
+    references = {}
+    for name in CONFIGS:
+        lines, lengths = stored[f"{name}_lines"], stored[f"{name}_lengths"]
+        ids = np.split(stored[f"{name}_ids"].astype(int), np.cumsum(lengths)[:-1])
+        kept = [(texts[i], row.tolist()) for i, row in zip(lines, ids, strict=True)
+                if not newer.intersection(texts[i])]
+        references[name] = ([t for t, _ in kept], [r for _, r in kept])
+    return references
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return SentencePieceTokenizer(MODEL_FILE)
+
+
+def batched_ids(tokenizer, texts, batch_size=512):
+    tokenize = tf.function(tokenizer.call, input_signature=[STRINGS])
+    ids = []
+    for i in range(0, len(texts), batch_size):
+        ids.extend(tokenize(tf.constant(texts[i : i + batch_size])).to_list())
+    return ids
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_tflite_compatible_ids_equal_sentencepiece(reference, name):
+    lower_case, keep_accents = CONFIGS[name]
+    texts, expected = reference[name]
+    tokenizer = SentencePieceTokenizer(MODEL_FILE, lower_case=lower_case,
+                                       keep_accents=keep_accents, tflite_compatible=True)
+    ours = batched_ids(tokenizer, texts)
+    differ = [(t, a, b) for t, a, b in zip(texts, ours, expected, strict=True) if a != b]
+    assert len(texts) > (5000 if name == "uncased" else 600)
+    assert not differ, f"{len(differ)} of {len(texts)} differ: {differ[:3]}"
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_default_ids_equal_sentencepiece_up_to_the_order_of_tied_pieces(reference, name):
+    """tf.text's SentencepieceOp (an older sentencepiece) orders the pieces of equally
+    scored segmentations differently: the same pieces, in another order, in a few lines."""
+    lower_case, keep_accents = CONFIGS[name]
+    texts, expected = reference[name]
+    tokenizer = SentencePieceTokenizer(MODEL_FILE, lower_case=lower_case,
+                                       keep_accents=keep_accents)
+    ours = batched_ids(tokenizer, texts)
+    differ = [(t, a, b) for t, a, b in zip(texts, ours, expected, strict=True) if a != b]
+    reordered = [(t, a, b) for t, a, b in differ if sorted(a) == sorted(b)]
+    assert differ == reordered, f"not only reordered: {[d for d in differ if d not in reordered]}"
+    assert len(differ) <= 0.01 * len(texts)
+
+
+def test_preprocessing_equals_pythons_on_fuzz_and_every_character_class():
+    """The graph's preprocessed text is ALBERT's, on both pipelines and all four settings:
+    fuzz lines, every code point whose preprocessing is not itself (and a sample of the
+    others) in contexts that tell the final sigma, quote pairs and whitespace apart."""
+    rng = random.Random(3)
+    valid = [t.decode("utf-8") for t in fuzz_texts(300, seed=7)
+             if as_reference_text(t).encode("utf-8") == t]
+    code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    lines = list(valid)
+    for lower_case, keep_accents in CONFIGS.values():
+        block_of, entries, _, _ = sp_module.albert_character_table(lower_case, keep_accents)
+        entry = entries[block_of[np.array(code_points) // 128] * 128 + np.array(code_points) % 128]
+        special = [c for c, e in zip(code_points, entry, strict=True) if e % 8 != 0]
+        lines.extend(f"Σ{chr(c)}Σ Α{chr(c)}Σ Α{chr(c)}Σ{chr(c)}Α {chr(c)}{chr(c)}' x{chr(c)}"
+                     for c in rng.sample(special, min(len(special), 1500)))
+    lines.extend(f"ΑΣ{chr(c)} {chr(c)}`` ''{chr(c)}" for c in rng.sample(code_points, 2000))
+    for lower_case, keep_accents in CONFIGS.values():
+        preprocessing = sp_module._AlbertPreprocessing(lower_case, keep_accents)
+        expected = [albert_preprocess(t, lower_case, keep_accents).encode("utf-8") for t in lines]
+        text = tf.constant(lines)
+        out_chars, _, splits = preprocessing(sp_module._characters(text))
+        assert sp_module._spell(out_chars, splits).numpy().tolist() == expected
+        out_chars, _, splits = preprocessing(sp_module._tflite_characters(text))
+        spelled = sp_module._ByteSpeller(0xE000)(out_chars, splits).numpy().tolist()
+        assert spelled == [t.replace(b"\x00", "\ue000".encode("utf-8")) for t in expected]
+
+
+def test_invalid_utf8_reads_as_replacement_characters_on_both_pipelines(tokenizer):
+    texts = fuzz_texts(400, seed=11) + [b"\xff\xfe\x00\x80 \xc3", b"a\xe2\x82b", b"\xed\xa0\x80"]
+    tflite = SentencePieceTokenizer(MODEL_FILE, tflite_compatible=True)
+    ours, fast = tokenizer(tf.constant(texts)).to_list(), tflite(tf.constant(texts)).to_list()
+    expected = batched_ids(tflite, [as_reference_text(t) for t in texts])
+    assert fast == expected
+    assert all(sorted(a) == sorted(b) for a, b in zip(ours, fast, strict=True))
+
+
+def test_offsets_locate_the_text_of_each_piece(tokenizer, reference):
+    """Each piece's text is in the preprocessed span (the model's normalizer: NFKC, some
+    control and format characters removed); spans are in order; on lines that preprocessing leaves
+    alone they are the SentencePiece op's own offsets on the input."""
+    texts, _ = reference["uncased"]
+    tokenize = tf.function(tokenizer.tokenize_with_offsets, input_signature=[STRINGS])
+    op = tf_text.SentencepieceTokenizer(open(MODEL_FILE, "rb").read(), out_type=tf.int32)
+    checked = unchanged = 0
+    for i in range(0, len(texts), 512):
+        batch = texts[i : i + 512]
+        ids, starts, ends = (x.to_list() for x in tokenize(tf.constant(batch)))
+        for text, row, row_starts, row_ends in zip(batch, ids, starts, ends, strict=True):
+            data = text.encode("utf-8")
+            assert row_starts == sorted(row_starts)
+            for token_id, start, end in zip(row, row_starts, row_ends, strict=True):
+                assert 0 <= start <= end <= len(data)
+                if token_id == tokenizer.unk_id:
+                    continue
+                piece = unicodedata.normalize("NFKC", tokenizer.id_to_token(token_id))
+                span = unicodedata.normalize("NFKC", albert_preprocess(
+                    data[start:end].decode("utf-8")))
+                kept = "".join(c for c in span if unicodedata.category(c) not in ("Cc", "Cf"))
+                # The span alone does not say whether its sigma is final.
+                piece = piece.replace("▁", "").replace("ς", "σ")
+                assert piece in span.replace("ς", "σ") or piece in kept.replace("ς", "σ"), (
+                    text, piece, start, end)
+                checked += 1
+            if text and albert_preprocess(text) == text:
+                _, op_starts, op_ends = op.tokenize_with_offsets([text])
+                assert (row_starts, row_ends) == (op_starts.to_list()[0], op_ends.to_list()[0])
+                unchanged += 1
+    assert checked > 150_000 and unchanged > 500
+
+
+def test_offsets_of_merged_quotes_stripped_accents_and_expanded_characters(tokenizer):
+    texts = ["``hi'' there", "cafe\u0301  x", "ﬁ ½", "  x", "\u0301x", "Hello  World"]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    spans = [[(tokenizer.id_to_token(i), text.encode("utf-8")[s:e].decode("utf-8"))
+              for i, s, e in zip(row, row_starts, row_ends, strict=True)]
+             for text, row, row_starts, row_ends in zip(
+                 texts, ids.to_list(), starts.to_list(), ends.to_list(), strict=True)]
+    assert [[p for p, _ in row] for row in spans] == [
+        [tokenizer.id_to_token(i) for i in row] for row in tokenizer(texts).to_list()]
+    assert spans == [
+        # A pair of quotes is one '"' that holds both.
+        [("▁\"", "``"), ("hi", "hi"), ('"', "''"), ("▁there", " there")],
+        # A removed accent goes with its letter; a whitespace run is its first character.
+        [("▁c", "c"), ("a", "a"), ("f", "f"), ("e", "e\u0301"), ("▁", " "), ("x", "x")],
+        # Pieces of one character (its NFKD: "fi", "1⁄2") each hold all of it.
+        [("▁f", "ﬁ"), ("i", "ﬁ"), ("▁1", " ½"), ("⁄", "½"), ("2", "½")],
+        # The text's start: an empty span where its first kept character starts.
+        [("▁", ""), ("x", "x")],
+        [("▁", ""), ("x", "x")],
+        [("▁", ""), ("h", "H"), ("e", "e"), ("l", "l"), ("l", "l"), ("o", "o"),
+         ("▁w", "  W"), ("or", "or"), ("l", "l"), ("d", "d")],
+    ]
+    assert starts.to_list()[3:5] == [[2, 2], [2, 2]]
+
+
+def test_graph_and_saved_model_hold_only_tf_serving_ops(tokenizer, tmp_path):
+    for function in (tokenizer.call, tokenizer.tokenize_with_offsets):
+        ops = graph_op_types(tf.function(function, input_signature=[STRINGS])
+                             .get_concrete_function())
+        assert {"UnicodeDecodeWithOffsets", "UnicodeEncode"} <= ops
+        assert {"SentencepieceTokenizeOp", "SentencepieceTokenizeWithOffsetsOp"} & ops
+        assert unsupported_tf_serving_ops(ops) == set()
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.tokenize = tf.function(lambda text: tokenizer(text).to_tensor(tokenizer.pad_id),
+                                  input_signature=[STRINGS])
+    module.offsets = tf.function(
+        lambda text: [x.to_tensor() for x in tokenizer.tokenize_with_offsets(text)],
+        input_signature=[STRINGS])
+    tf.saved_model.save(module, str(tmp_path))
+    assert unsupported_tf_serving_ops(saved_model_op_types(str(tmp_path))) == set()
+    loaded = tf.saved_model.load(str(tmp_path))
+    texts = tf.constant(tokenizer_corpus()[-300:])
+    assert loaded.tokenize(texts).numpy().tolist() == module.tokenize(texts).numpy().tolist()
+    for a, b in zip(loaded.offsets(texts), module.offsets(texts), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_tflite_model_runs_in_litert_with_the_tf_ids(reference):
+    litert = pytest.importorskip("ai_edge_litert.interpreter", reason="LiteRT interpreter")
+    texts, expected = reference["uncased"]
+    tokenizer = SentencePieceTokenizer(MODEL_FILE, tflite_compatible=True)
+
+    @tf.function(input_signature=[STRINGS])
+    def tokenize(text):
+        ids = tokenizer(text)
+        return {"ids": ids.flat_values, "row_splits": ids.row_splits}
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [tokenize.get_concrete_function()], tokenizer)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = True  # tf.text's ops, resolved by its registrar
+    content = converter.convert()
+    op_types = tflite_op_types(content)
+    assert {"TFText>ByteSplitWithOffsets", "TFText>FastWordpieceDetokenize",
+            "TFText>FastSentencepieceTokenize"} <= op_types
+    assert unsupported_tflite_ops(op_types) == set()
+    run = litert.InterpreterWithCustomOps(
+        custom_op_registerers=tf_text.tflite_registrar.SELECT_TFTEXT_OPS,
+        model_content=content).get_signature_runner()
+    ours = []
+    for i in range(0, len(texts), 1000):
+        out = run(text=np.array(texts[i : i + 1000], dtype=object))
+        splits = out["row_splits"]
+        ours.extend(out["ids"][a:b].tolist() for a, b in zip(splits[:-1], splits[1:],
+                                                              strict=True))
+    assert ours == expected
+
+
+def test_config_and_keras_file_round_trips(reference, tmp_path):
+    texts = tf.constant(reference["cased_accents"][0][:200])
+    tokenizer = SentencePieceTokenizer(MODEL_FILE, lower_case=False, keep_accents=True)
+    config = json.loads(json.dumps(keras.layers.serialize(tokenizer)))
+    restored = keras.layers.deserialize(config)
+    assert isinstance(restored, SentencePieceTokenizer)
+    assert restored.get_config() == tokenizer.get_config()
+    assert (restored.lower_case, restored.keep_accents, restored.model) == (
+        False, True, open(MODEL_FILE, "rb").read())
+    assert restored(texts).to_list() == tokenizer(texts).to_list()
+
+    strings = keras.Input(shape=(), dtype="string")
+    model = keras.Model(strings, _PaddedIds(tokenizer)(strings))
+    model.save(tmp_path / "tokenizer.keras")
+    loaded = keras.saving.load_model(tmp_path / "tokenizer.keras")
+    np.testing.assert_array_equal(loaded(texts), model(texts))
+
+
+@keras.saving.register_keras_serializable(package="tests")
+class _PaddedIds(keras.layers.Layer):
+    """A layer that holds the tokenizer, for the `.keras` round trip (models take dense
+    outputs)."""
+
+    def __init__(self, tokenizer, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(tokenizer, dict):
+            tokenizer = keras.layers.deserialize(tokenizer)
+        self.tokenizer = tokenizer
+
+    def call(self, text):
+        return self.tokenizer(text).to_tensor(self.tokenizer.pad_id)
+
+    def compute_output_spec(self, text):
+        return keras.KerasTensor((text.shape[0], None), "int32")
+
+    def get_config(self):
+        return {**super().get_config(), "tokenizer": keras.layers.serialize(self.tokenizer)}
+
+
+def test_vocabulary_special_ids_inputs_and_detokenize(tokenizer):
+    assert tokenizer.vocabulary_size() == 2000
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
+            tokenizer.mask_id) == (0, 1, 2, 3, 4)
+    assert tokenizer.id_to_token(tokenizer.token_to_id("▁the")) == "▁the"
+    with pytest.raises(KeyError):
+        tokenizer.token_to_id("not a piece")
+    with pytest.raises(KeyError):
+        tokenizer.id_to_token(2000)
+    with pytest.raises(ValueError, match="batch"):
+        tokenizer.tokenize_with_offsets("one string")
+    with pytest.raises(TypeError, match="path"):
+        SentencePieceTokenizer(12)
+    ids = tokenizer("Hello  World")
+    assert isinstance(ids, tf.Tensor) and ids.dtype == tf.int32
+    from_bytes = SentencePieceTokenizer(open(MODEL_FILE, "rb").read(), tflite_compatible=True)
+    assert from_bytes("Hello  World").numpy().tolist() == ids.numpy().tolist()
+    # Special tokens in a text are its characters.
+    assert tokenizer.cls_id not in tokenizer("[CLS] x [SEP]").numpy().tolist()
+    batch = tokenizer(["The  Quick FOX", ""])
+    for layer in (tokenizer, from_bytes):
+        assert layer.detokenize(batch).numpy().tolist() == [b"the quick fox", b""]
+        assert layer.detokenize(batch.to_tensor(0)).numpy().tolist() == [b"the quick fox", b""]
+        assert layer.detokenize(ids).numpy() == b"hello world"
+    # The TFLite-compatible layer gives offsets with the default pipeline's ops.
+    assert [x.to_list() for x in from_bytes.tokenize_with_offsets(["Hello  World"])] == [
+        x.to_list() for x in tokenizer.tokenize_with_offsets(["Hello  World"])]
