@@ -32,6 +32,7 @@ _EXPORTS = {
     "create_optimizer": "keras_bert_core.training",
     "BertTokenizer": "keras_bert_core.text",
     "BytePairTokenizer": "keras_bert_core.text",
+    "SentencePieceTokenizer": "keras_bert_core.text",
     "BertPacker": "keras_bert_core.text",
     "BertPreprocessor": "keras_bert_core.text",
     "load_vocabulary": "keras_bert_core.text",

@@ -14,6 +14,7 @@ from keras_bert_core.text.pretraining_tfrecords import (
     read_pretraining_tfrecords,
     write_pretraining_tfrecords,
 )
+from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.tokenizer import BertTokenizer
 from keras_bert_core.text.vocab_file import SPECIAL_TOKENS, load_vocabulary
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
@@ -29,6 +30,7 @@ __all__ = [
     "BertPreprocessor",
     "BertTokenizer",
     "BytePairTokenizer",
+    "SentencePieceTokenizer",
     "SPECIAL_TOKENS",
     "load_vocabulary",
 ]
