@@ -180,6 +180,12 @@ class BytePairTokenizer(keras.layers.Layer):
     def vocabulary_size(self):
         return len(self.vocabulary)
 
+    @staticmethod
+    def continues_word(token):
+        """Whether `token` continues the word of the token before it: byte-level BPE marks
+        a word's first token with the space before it (`Ġ`)."""
+        return not token.startswith("\u0120")
+
     def token_to_id(self, token):
         if token not in self.vocabulary:
             raise KeyError(f"Token {token!r} is not in the vocabulary.")

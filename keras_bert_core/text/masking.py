@@ -45,8 +45,10 @@ class MaskedLMMasker(keras.layers.Layer):
     gives the same masks.
 
     Args:
-        vocabulary: list of tokens, path of a `vocab.txt` (one token a line), or the
-            package's `BertTokenizer` (its vocabulary is used). Must hold the BERT special
+        vocabulary: list of tokens, path of a `vocab.txt` (one token a line), or one of the
+            package's tokenizers: `BertTokenizer` (WordPiece), `BytePairTokenizer`
+            (RoBERTa: `<mask>`, words start with `Ġ`) or `SentencePieceTokenizer` (ALBERT:
+            words start with `▁`). A WordPiece vocabulary must hold the BERT special
             tokens `[PAD] [UNK] [CLS] [SEP] [MASK]`.
         max_predictions_per_seq: int, the fixed width `P` of the prediction outputs.
         mask_rate: float, fraction of eligible tokens to select.
@@ -99,7 +101,8 @@ class MaskedLMMasker(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary = load_vocabulary(getattr(vocabulary, "vocabulary", vocabulary))
+        self.vocabulary = vocabulary
+        tokens, special, continues_word, self.mask_id = _token_table(vocabulary)
         self.max_predictions_per_seq = max_predictions_per_seq
         self.mask_rate = mask_rate
         self.mask_token_rate = mask_token_rate
@@ -120,12 +123,10 @@ class MaskedLMMasker(keras.layers.Layer):
                 "`mask_token_rate` and `random_token_rate` must be >= 0 and sum to <= 1, "
                 f"got {mask_token_rate} and {random_token_rate}."
             )
-        special = [bool(_SPECIAL_TOKEN.match(t)) for t in self.vocabulary]
-        self.mask_id = self.vocabulary.index("[MASK]")
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
             self._selectable = tf.constant([not s for s in special])
-            self._continuation = tf.constant([t.startswith("##") for t in self.vocabulary])
+            self._continuation = tf.constant([continues_word(t) for t in tokens])
             self._normal_ids = tf.constant([i for i, s in enumerate(special) if not s], tf.int32)
         self._seed_generator = keras.random.SeedGenerator(seed)
 
@@ -275,9 +276,14 @@ class MaskedLMMasker(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
+        vocabulary = self.vocabulary
+        if isinstance(vocabulary, keras.layers.Layer):
+            vocabulary = keras.saving.serialize_keras_object(vocabulary)
+        elif not isinstance(vocabulary, (list, tuple)):
+            vocabulary = load_vocabulary(vocabulary)
         config.update(
             {
-                "vocabulary": self.vocabulary,
+                "vocabulary": vocabulary,
                 "max_predictions_per_seq": self.max_predictions_per_seq,
                 "mask_rate": self.mask_rate,
                 "mask_token_rate": self.mask_token_rate,
@@ -288,3 +294,27 @@ class MaskedLMMasker(keras.layers.Layer):
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        if isinstance(config["vocabulary"], dict):
+            config = {**config,
+                      "vocabulary": keras.saving.deserialize_keras_object(config["vocabulary"])}
+        return cls(**config)
+
+
+def _token_table(vocabulary):
+    """`(tokens by id, special flags, continues_word(token), mask id)` of a vocabulary or
+    tokenizer."""
+    if hasattr(vocabulary, "continues_word"):  # one of the package's tokenizers
+        tokenizer = vocabulary
+        tokens = [tokenizer.id_to_token(i) for i in range(tokenizer.vocabulary_size())]
+        ids = {tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
+               tokenizer.mask_id}
+        # RoBERTa's and ALBERT's special tokens are these five ids; WordPiece's `[unusedN]`
+        # are bracketed.
+        special = [i in ids or bool(_SPECIAL_TOKEN.match(t)) for i, t in enumerate(tokens)]
+        return tokens, special, tokenizer.continues_word, tokenizer.mask_id
+    tokens = load_vocabulary(getattr(vocabulary, "vocabulary", vocabulary))
+    special = [bool(_SPECIAL_TOKEN.match(t)) for t in tokens]
+    return tokens, special, lambda token: token.startswith("##"), tokens.index("[MASK]")

@@ -290,6 +290,12 @@ class SentencePieceTokenizer(keras.layers.Layer):
     def vocabulary_size(self):
         return len(self._pieces)
 
+    @staticmethod
+    def continues_word(token):
+        """Whether `token` continues the word of the token before it: SentencePiece marks
+        a word's first piece with `▁` (U+2581)."""
+        return not token.startswith("\u2581")
+
     def token_to_id(self, token):
         if token not in self._piece_ids:
             raise KeyError(f"Token {token!r} is not in the SentencePiece model.")

@@ -161,6 +161,11 @@ class BertTokenizer(keras.layers.Layer):
     def vocabulary_size(self):
         return len(self.vocabulary)
 
+    @staticmethod
+    def continues_word(token):
+        """Whether `token` continues the word of the token before it (`##` pieces)."""
+        return token.startswith("##")
+
     def token_to_id(self, token):
         if token not in self._token_ids:
             raise KeyError(f"Token {token!r} is not in the vocabulary.")

@@ -294,3 +294,40 @@ def test_ngram_masking_compiles_with_xla_and_runs_in_tf_data(batch):
     ds = tf.data.Dataset.zip(rows, seeds).map(lambda x, s: masker(*x, seed=s))
     assert ds.element_spec["masked_positions"].shape == (8, 20)
     assert sum(float(e["masked_weights"].numpy().sum()) for e in ds) > 32
+
+
+@pytest.mark.parametrize("kind", ["bpe", "sentencepiece"])
+def test_masks_whole_words_of_roberta_and_albert_vocabularies(kind):
+    import os
+
+    from keras_bert_core.text import BytePairTokenizer, SentencePieceTokenizer
+
+    data = os.path.join(os.path.dirname(__file__), "data")
+    if kind == "bpe":
+        tokenizer = BytePairTokenizer(os.path.join(data, "bpe", "vocab.json"),
+                                      os.path.join(data, "bpe", "merges.txt"))
+    else:
+        tokenizer = SentencePieceTokenizer(os.path.join(data, "sentencepiece", "spiece.model"))
+    text = "Returns the concatenation of the representations of its arguments, separated"
+    pieces = tokenizer([text] * 400).to_tensor()
+    ids = tf.concat([tf.fill([400, 1], tokenizer.cls_id), pieces,
+                     tf.fill([400, 1], tokenizer.sep_id)], axis=1).numpy()
+    starts = np.array([not tokenizer.continues_word(tokenizer.id_to_token(i))
+                       for i in ids[0]])
+    # The text's first token starts a word, with or without a marker; specials stand alone.
+    starts[[0, 1, -1]] = True
+    masker = MaskedLMMasker(tokenizer, max_predictions_per_seq=ids.shape[1],
+                            whole_word_masking=True)
+    out = masker(ids, seed=tf.constant([3, 4]))
+    masked = np.zeros(ids.shape, bool)
+    for row, positions, weights in zip(masked, out["masked_positions"].numpy(),
+                                       out["masked_weights"].numpy(), strict=True):
+        row[positions[weights > 0]] = True
+    assert not masked[:, 0].any() and not masked[:, -1].any()  # <s>/[CLS], </s>/[SEP]
+    assert 0.1 < masked.mean() * ids.shape[1] / (ids.shape[1] - 2) < 0.2
+    word = np.cumsum(starts)
+    for row in masked[:50]:
+        for w in set(word[row]):  # a word is masked whole or not at all
+            assert row[word == w].all()
+    replaced = out["token_ids"].numpy()[masked]
+    assert 0.7 < (replaced == tokenizer.mask_id).mean() < 0.9
