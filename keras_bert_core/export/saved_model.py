@@ -19,8 +19,10 @@ from keras_bert_core.export.warmup import write_warmup_requests
 from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.tasks.serving import serving_task
 from keras_bert_core.text.string_batches import cut_texts
+from keras_bert_core.text.vocabulary_files import TOKENIZER_CONFIG, write_vocabulary_files
 
 SIGNATURES = ("serving_default", "predict_ids", "tokenize")
+# The main vocabulary asset of the WordPiece tokenizer (the other kinds': VOCABULARY_FILES).
 VOCAB_ASSET = "vocab.txt"
 
 
@@ -63,9 +65,18 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
     def predict_ids(features):
         return answer(limit_batch(features, max_batch_size))[1]
 
+    def encode(texts):
+        return task.encode(preprocessor, texts, static_shape)
+
+    if "serving_default" in signatures and "tokenize" in signatures:
+        # Both text signatures call one traced tokenizer: the SavedModel holds its graph
+        # (the largest part of a small model's, a byte-level BPE tokenizer's especially)
+        # once, and traces, loads and warms up faster.
+        encode = tf.function(encode, autograph=False)
+
     def serving_default(texts):
         texts = limited(texts)
-        features, offsets = task.encode(preprocessor, texts, static_shape)
+        features, offsets = encode(texts)
         features, outputs = answer(features)
         outputs.update(task.offset_outputs(outputs, features, offsets))
         if text_outputs:
@@ -73,7 +84,7 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         return outputs
 
     def tokenize(texts):
-        return task.encode(preprocessor, limited(texts), static_shape, with_offsets=False)[0]
+        return encode(limited(texts))[0]
 
     seq_length = preprocessor.seq_length if static_shape else None
     functions = {"serving_default": (serving_default, task.text_specs()),
@@ -89,7 +100,27 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
     # them (it leaves variables reached only through Keras layers as resource variables).
     variables = {id(v): v for function in concrete.values() for v in function.variables}
     module.model_variables = list(variables.values())
+    # Resources the tokenizer's ops read (BPE's merge table, a SentencePiece model): the
+    # SavedModel must hold them too, when a signature takes text.
+    resources = [x for x in tf.train.TrackableView(preprocessor).descendants()
+                 if isinstance(x, tf.saved_model.experimental.TrackableResource)]
+    if resources and set(signatures) & {"serving_default", "tokenize"}:
+        module.tokenizer_resources = resources
     return module, concrete
+
+
+def attach_vocabulary_assets(module, preprocessor, directory):
+    """Writes the preprocessor's vocabulary files into `directory` and tracks them on
+    `module` as SavedModel assets (copied to `assets/`, referenced by relative paths):
+    `vocab_file` (`vocab.txt`, `vocab.json` or `spiece.model`), `merges_file` (BPE's
+    `merges.txt`) and `tokenizer_config` (casing options). `BertPreprocessor` on the
+    export's `assets/` folder rebuilds the same tokenizer."""
+    paths = write_vocabulary_files(preprocessor.tokenizer, directory)
+    files = list(paths.values())
+    module.vocab_file = tf.saved_model.Asset(files[0])
+    if "merges.txt" in paths:
+        module.merges_file = tf.saved_model.Asset(paths["merges.txt"])
+    module.tokenizer_config = tf.saved_model.Asset(paths[TOKENIZER_CONFIG])
 
 
 def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs=False,
@@ -110,9 +141,11 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
     - `tokenize`: raw strings in, the int32 encoder inputs out.
 
     Each batch is padded to its longest sequence, rounded up to a multiple of 8, at most
-    `preprocessor.seq_length`. The vocabulary travels as the asset `assets/vocab.txt`; the
-    export holds no absolute path. The graph holds TensorFlow core ops and the tf.text ops
-    that TF Serving links (a warning names any other).
+    `preprocessor.seq_length`. The tokenizer's files travel as assets, with its casing in
+    `assets/tokenizer_config.json`: `assets/vocab.txt` (WordPiece), `assets/vocab.json` and
+    `assets/merges.txt` (byte-level BPE, RoBERTa) or `assets/spiece.model` (SentencePiece,
+    ALBERT); the export holds no absolute path. The graph holds TensorFlow core ops and the
+    tf.text ops that TF Serving links (a warning names any other).
 
     The SavedModel is written beside its destination and moved there only when complete:
     TF Serving, watching `<path>/<name>`, never loads a half-written version, and a failed
@@ -122,7 +155,8 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
         model: a task model (`BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier`,
             `BertMultipleChoice`), a `BertEncoder`, or any Keras model on the encoder
             inputs (its outputs are served as they are).
-        preprocessor: the `BertPreprocessor` the model was trained with.
+        preprocessor: the `BertPreprocessor` the model was trained with (any tokenizer:
+            WordPiece, byte-level BPE, SentencePiece).
         path: where to write. With `name`, the TF Serving layout
             `<path>/<name>/<version>/`; without, `path` itself is the SavedModel directory.
         name: the model name TF Serving serves it under: one folder name, no path.
@@ -181,10 +215,7 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
                                         max_text_bytes=max_text_bytes)
     os.makedirs(os.path.dirname(os.path.abspath(export_dir)), exist_ok=True)
     with replaced_when_complete(export_dir) as partial, tempfile.TemporaryDirectory() as tmp:
-        vocab_path = os.path.join(tmp, VOCAB_ASSET)
-        with open(vocab_path, "w", encoding="utf-8") as f:
-            f.writelines(token + "\n" for token in preprocessor.vocabulary)
-        module.vocab_file = tf.saved_model.Asset(vocab_path)
+        attach_vocabulary_assets(module, preprocessor, tmp)
         tf.saved_model.save(module, partial, signatures=signatures)
         if warmup:
             batch_sizes = sorted({1, min(8, max_batch_size or 8)})

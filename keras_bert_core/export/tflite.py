@@ -12,7 +12,7 @@ from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tf
 from keras_bert_core.export.saved_model import serving_module
 from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.tasks.serving import serving_task
-from keras_bert_core.text.preprocessor import BertPreprocessor
+from keras_bert_core.text.vocabulary_files import BYTE_PAIR
 
 QUANTIZATIONS = (None, "dynamic", "float16", "int8")
 # With quantize="int8", the ops that run on int8 activations; all others stay float32. A
@@ -21,6 +21,17 @@ QUANTIZATIONS = (None, "dynamic", "float16", "int8")
 # See bench/serving_peers.py for speed against the other options.
 INT8_OPS = frozenset({"FULLY_CONNECTED", "GATHER"})
 INPUT_KINDS = ("text", "ids")
+# Why a byte-level BPE (RoBERTa) preprocessor cannot run inside a .tflite file: converted,
+# BytePairTokenizer keeps these TensorFlow ops, which are neither TFLite builtins nor ops
+# that tf.text's TFLite registrar resolves: GPT-2's pre-tokenization regex, the string ops
+# that cut words into bytes and deduplicate them, the hash table of merge ranks, and
+# ragged kernels. tests/export/test_family_exports.py converts the tokenizer and checks it.
+BPE_TFLITE_BLOCKING_OPS = (
+    "RegexSplitWithOffsets", "StaticRegexFullMatch", "StaticRegexReplace",
+    "Substr", "StringJoin", "StringLength", "UnicodeDecode", "UnicodeEncode", "Unique",
+    "HashTableV2", "LookupTableImportV2", "LookupTableFindV2",
+    "RaggedRange", "RaggedGather", "InvertPermutation",
+)
 
 
 def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pairs=False,
@@ -39,6 +50,12 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     need fixed shapes (GPU, NNAPI). With `inputs="ids"` the signature `predict_ids` takes
     int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, width]` (`[batch,
     seq_length]` with `static_shape=True`).
+
+    Text in works with WordPiece (BERT, DistilBERT) and SentencePiece (ALBERT)
+    preprocessors. A byte-level BPE (RoBERTa) preprocessor takes `inputs="ids"` only: its
+    tokenizer's ops (`BPE_TFLITE_BLOCKING_OPS`: a regex split, string and hash-table ops)
+    have no TFLite kernels, so the app tokenizes (e.g. with Hugging Face `tokenizers`) and
+    the file takes the ids.
 
     Outputs are those of `export_saved_model` but the strings cut from the text (a span
     labeler's `answer`, a token classifier's `tokens` and `words`), as TFLite has no string
@@ -60,7 +77,7 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         model: as for `export_saved_model`.
         preprocessor: the `BertPreprocessor` the model was trained with; its settings
             (vocabulary, casing, `seq_length`, truncation) are copied into a
-            TFLite-compatible one.
+            TFLite-compatible one (with text in).
         path: the `.tflite` file to write.
         quantize: what the weights and activations are stored and computed in:
 
@@ -103,13 +120,15 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
 
     Raises:
         ValueError: bad arguments (`quantize="int8"` without `calibration_texts`, or
-            calibration texts that do not match the signature's inputs), or the converted
-            graph holds an op outside the TFLite allowlist (named in the message).
+            calibration texts that do not match the signature's inputs; text in with a
+            byte-level BPE preprocessor), or the converted graph holds an op outside the
+            TFLite allowlist (named in the message).
 
     Example:
     >>> import os, tempfile
     >>> import keras_bert_core as kbc
     >>> from keras_bert_core.models.classifier import BertClassifier
+    >>> from keras_bert_core.text.preprocessor import BertPreprocessor
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "."]
     >>> pre = BertPreprocessor(vocab, seq_length=16)
     >>> model = BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
@@ -125,11 +144,20 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
     check_limits(None, max_text_bytes)
     task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
+    if preprocessor.tokenizer_kind == BYTE_PAIR and inputs == "text":
+        raise ValueError(
+            "a byte-level BPE (RoBERTa) preprocessor cannot tokenize inside a .tflite file: "
+            "its tokenizer needs TensorFlow ops that are neither TFLite builtins nor tf.text "
+            f"TFLite ops ({', '.join(BPE_TFLITE_BLOCKING_OPS)}). Export with inputs='ids' "
+            "(token_ids, segment_ids, padding_mask in) and tokenize in the app, e.g. with "
+            "Hugging Face tokenizers; or serve raw text with export_saved_model.")
     calibration = _calibration_rows(task, quantize, calibration_texts)
-    tflite_preprocessor = BertPreprocessor(
-        preprocessor.vocabulary, seq_length=preprocessor.seq_length,
-        lower_case=preprocessor.lower_case, truncation=preprocessor.truncation,
-        tflite_compatible=True, max_text_bytes=max_text_bytes)
+    if preprocessor.tokenizer_kind == BYTE_PAIR:
+        # Ids in: the tokenizer runs only in Python, to calibrate int8 on ids.
+        tflite_preprocessor = preprocessor.with_options(max_text_bytes=max_text_bytes)
+    else:
+        tflite_preprocessor = preprocessor.with_options(tflite_compatible=True,
+                                                        max_text_bytes=max_text_bytes)
     signature = "serving_default" if inputs == "text" else "predict_ids"
 
     def convert(static_shape):

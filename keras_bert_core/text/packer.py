@@ -10,9 +10,16 @@ PAD_TO_MULTIPLE_OF = 8
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
 class BertPacker(keras.layers.Layer):
-    """Packs one or two segments of wordpiece ids as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
+    """Packs one or two segments of token ids as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
 
-    Segments longer than the room left by `seq_length` are trimmed at their end. The layer
+    The BERT family packs pairs in two ways, both options of this layer: BERT, ALBERT and
+    DistilBERT as `[CLS] A [SEP] B [SEP]` with segment ids 0 then 1 (the defaults);
+    RoBERTa as `<s> A </s></s> B </s>` with segment ids all 0 (`pair_separators=2`,
+    `second_segment_id=0`: it has one token type), as Hugging Face's `RobertaProcessing`
+    does. A single segment is `[CLS] A [SEP]` in both.
+
+    Segments longer than the room left by `seq_length` are trimmed at their end (the room
+    is `seq_length` less every special token: 4 for a RoBERTa pair). The layer
     uses only dense TensorFlow core ops on the ragged tensors' values and row splits (no
     ragged or tf.text ops), so it runs in TF Serving and converts to TFLite builtin ops.
 
@@ -21,6 +28,10 @@ class BertPacker(keras.layers.Layer):
         cls_id: id of `[CLS]`.
         sep_id: id of `[SEP]`.
         pad_id: id of `[PAD]`.
+        pair_separators: how many `[SEP]` end the first segment of a pair: 1 (BERT) or 2
+            (RoBERTa's `</s></s>`).
+        second_segment_id: the segment id of the second segment of a pair and its `[SEP]`:
+            1 (BERT), or 0 for models with one token type (RoBERTa).
         truncation: how two segments share the room: `"round_robin"` takes one token from
             each segment in turn, starting with the first (tf.text's `RoundRobinTrimmer`);
             `"longest_first"` removes tokens from the longer segment, from the first one on a
@@ -39,8 +50,8 @@ class BertPacker(keras.layers.Layer):
 
     Returns:
         dict of int32 tensors [batch, length] (or [length] unbatched): `token_ids`,
-        `segment_ids` (0 for `[CLS]`, A and its `[SEP]`, 1 for B and its `[SEP]`, 0 for
-        padding) and `padding_mask` (1 for real tokens, 0 for padding).
+        `segment_ids` (0 for `[CLS]`, A and its `[SEP]`, `second_segment_id` for B and its
+        `[SEP]`, 0 for padding) and `padding_mask` (1 for real tokens, 0 for padding).
 
     Example:
     >>> packer = BertPacker(seq_length=8, cls_id=2, sep_id=3, pad_id=0, static_shape=False)
@@ -53,6 +64,13 @@ class BertPacker(keras.layers.Layer):
     [[0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0, 0, 0]]
     >>> packer(a)["token_ids"].numpy().tolist()
     [[2, 10, 11, 12, 3, 0, 0, 0], [2, 13, 3, 0, 0, 0, 0, 0]]
+    >>> roberta = BertPacker(seq_length=8, cls_id=0, sep_id=2, pad_id=1, pair_separators=2,
+    ...                      second_segment_id=0, static_shape=False)
+    >>> out = roberta((a, b))
+    >>> out["token_ids"].numpy().tolist()
+    [[0, 10, 11, 2, 2, 20, 21, 2], [0, 13, 2, 2, 25, 2, 1, 1]]
+    >>> out["segment_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0]]
     """
 
     def __init__(
@@ -63,6 +81,8 @@ class BertPacker(keras.layers.Layer):
         pad_id,
         truncation="round_robin",
         static_shape=True,
+        pair_separators=1,
+        second_segment_id=1,
         **kwargs,
     ):
         kwargs.setdefault("dtype", "int32")
@@ -73,12 +93,18 @@ class BertPacker(keras.layers.Layer):
             raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, got {truncation!r}.")
         if seq_length < 2:
             raise ValueError(f"seq_length must be at least 2 ([CLS] and [SEP]), got {seq_length}.")
+        if pair_separators not in (1, 2):
+            raise ValueError(f"pair_separators must be 1 or 2, got {pair_separators!r}.")
+        if second_segment_id not in (0, 1):
+            raise ValueError(f"second_segment_id must be 0 or 1, got {second_segment_id!r}.")
         self.seq_length = int(seq_length)
         self.cls_id = int(cls_id)
         self.sep_id = int(sep_id)
         self.pad_id = int(pad_id)
         self.truncation = truncation
         self.static_shape = bool(static_shape)
+        self.pair_separators = int(pair_separators)
+        self.second_segment_id = int(second_segment_id)
         self.built = True
 
     def call(self, inputs, static_shape=None):
@@ -86,13 +112,16 @@ class BertPacker(keras.layers.Layer):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if len(segments) not in (1, 2):
             raise ValueError(f"BertPacker takes one or two segments, got {len(segments)}.")
-        if len(segments) + 1 > self.seq_length:
-            raise ValueError(f"seq_length {self.seq_length} cannot hold {len(segments) + 1} "
+        # [CLS], then the separators after each segment.
+        separators = [self.pair_separators, 1] if len(segments) == 2 else [1]
+        num_special = 1 + sum(separators)
+        if num_special > self.seq_length:
+            raise ValueError(f"seq_length {self.seq_length} cannot hold {num_special} "
                              "special tokens.")
         unbatched = not isinstance(segments[0], tf.RaggedTensor)
         values, starts, lengths = zip(*(_values_starts_lengths(s) for s in segments), strict=True)
-        kept = self._trim(lengths, self.seq_length - len(segments) - 1)
-        total = len(segments) + 1 + tf.add_n(kept)
+        kept = self._trim(lengths, self.seq_length - num_special)
+        total = num_special + tf.add_n(kept)
 
         if static_shape:
             width = self.seq_length
@@ -104,7 +133,7 @@ class BertPacker(keras.layers.Layer):
 
         token_ids = tf.where(position == 0, self.cls_id, self.pad_id)
         begin = tf.ones_like(total)[:, tf.newaxis]
-        for vals, start, keep in zip(values, starts, kept, strict=True):
+        for vals, start, keep, count in zip(values, starts, kept, separators, strict=True):
             end = begin + keep[:, tf.newaxis]
             inside = (position >= begin) & (position < end)
             # Index 0 of the padded values is a dummy, so the gather never reads out of range
@@ -112,12 +141,14 @@ class BertPacker(keras.layers.Layer):
             index = tf.where(inside, start[:, tf.newaxis] + position - begin + 1, 0)
             padded = tf.concat([[self.pad_id], vals], 0)
             token_ids = tf.where(inside, tf.gather(padded, index), token_ids)
-            token_ids = tf.where(position == end, self.sep_id, token_ids)
-            begin = end + 1
+            token_ids = tf.where((position >= end) & (position < end + count), self.sep_id,
+                                 token_ids)
+            begin = end + count
         real = position < total[:, tf.newaxis]
-        if len(segments) == 2:
-            # The second segment and its [SEP] come after the first [SEP], at 1 + len(A).
-            segment_ids = tf.cast(real & (position > 1 + kept[0][:, tf.newaxis]), tf.int32)
+        if len(segments) == 2 and self.second_segment_id:
+            # The second segment and its [SEP] come after the first segment's separators.
+            second = position >= 1 + kept[0][:, tf.newaxis] + self.pair_separators
+            segment_ids = tf.cast(real & second, tf.int32)
         else:
             segment_ids = tf.zeros_like(token_ids)
 
@@ -156,6 +187,8 @@ class BertPacker(keras.layers.Layer):
                 "pad_id": self.pad_id,
                 "truncation": self.truncation,
                 "static_shape": self.static_shape,
+                "pair_separators": self.pair_separators,
+                "second_segment_id": self.second_segment_id,
             }
         )
         return config

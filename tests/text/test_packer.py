@@ -1,4 +1,5 @@
-"""BertPacker: layout, truncation semantics (tf.text round robin, HF longest first), shapes."""
+"""BertPacker: layout (BERT's and RoBERTa's), truncation semantics (tf.text round robin, HF
+longest first), shapes."""
 
 import itertools
 
@@ -153,3 +154,54 @@ def test_config_round_trip():
     assert restored.get_config() == packer.get_config()
     a, b = ragged([[1, 2, 3]]), ragged([[4] * 20])
     assert as_lists(restored((a, b))) == as_lists(packer((a, b)))
+
+
+def roberta_packer(seq_length=8, **kwargs):
+    return BertPacker(seq_length, cls_id=0, sep_id=2, pad_id=1, pair_separators=2,
+                      second_segment_id=0, **kwargs)
+
+
+def test_roberta_layout_two_separators_and_one_token_type():
+    out = as_lists(roberta_packer(10)((ragged([[10, 11], [12]]), ragged([[20], []]))))
+    assert out == {
+        "token_ids": [[0, 10, 11, 2, 2, 20, 2, 1, 1, 1], [0, 12, 2, 2, 2, 1, 1, 1, 1, 1]],
+        "segment_ids": [[0] * 10] * 2,
+        "padding_mask": [[1] * 7 + [0] * 3, [1] * 5 + [0] * 5],
+    }
+    # A single segment is packed as BERT packs it.
+    single = as_lists(roberta_packer(6)(ragged([[10, 11, 12, 13, 14, 15]])))
+    assert single["token_ids"] == [[0, 10, 11, 12, 13, 2]]
+
+
+@pytest.mark.parametrize("truncation", ["round_robin", "longest_first"])
+def test_the_extra_separator_takes_its_room_from_the_segments(truncation):
+    # A RoBERTa pair has 4 special tokens: it keeps what BERT's layout keeps one shorter.
+    lengths = list(itertools.product(range(0, 9), repeat=2))
+    a = segment_rows([n for n, _ in lengths], 1000)
+    b = segment_rows([m for _, m in lengths], 2000)
+    for seq_length in (4, 7, 10):
+        roberta = roberta_packer(seq_length, truncation=truncation)((a, b))
+        bert = make_packer(seq_length - 1, truncation=truncation)((a, b))
+        for first_id in (1000, 2000):
+            assert (kept_lengths(roberta["token_ids"], first_id)
+                    == kept_lengths(bert["token_ids"], first_id)), (seq_length, first_id)
+        real = tf.reduce_sum(roberta["padding_mask"], axis=1).numpy().tolist()
+        assert real == [min(seq_length, n + m + 4) for n, m in lengths]
+    with pytest.raises(ValueError, match="cannot hold 4 special tokens"):
+        roberta_packer(3)((a, b))
+
+
+def test_pair_options_second_segment_id_and_validation():
+    # BERT's separators with one token type (and the reverse) are options too.
+    out = make_packer(8, second_segment_id=0)((ragged([[5]]), ragged([[6]])))
+    assert as_lists(out)["segment_ids"] == [[0] * 8]
+    out = make_packer(8, pair_separators=2)((ragged([[5]]), ragged([[6]])))
+    assert as_lists(out)["token_ids"] == [[CLS, 5, SEP, SEP, 6, SEP, PAD, PAD]]
+    assert as_lists(out)["segment_ids"] == [[0, 0, 0, 0, 1, 1, 0, 0]]
+    with pytest.raises(ValueError, match="pair_separators"):
+        make_packer(8, pair_separators=3)
+    with pytest.raises(ValueError, match="second_segment_id"):
+        make_packer(8, second_segment_id=2)
+    packer = roberta_packer(12, truncation="longest_first")
+    restored = BertPacker.from_config(packer.get_config())
+    assert (restored.pair_separators, restored.second_segment_id) == (2, 0)

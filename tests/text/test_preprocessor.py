@@ -1,16 +1,21 @@
-"""BertPreprocessor: parity with Hugging Face encodings, input forms, shapes, Keras use."""
+"""BertPreprocessor: parity with Hugging Face encodings (WordPiece, RoBERTa's byte-level
+BPE), the tokenizer picked from the vocabulary, input forms, shapes, Keras use."""
 
 import json
 import pathlib
+import shutil
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.text import BertPreprocessor
+from keras_bert_core.text import BertPreprocessor, BertTokenizer, BytePairTokenizer
 
-CORPUS = pathlib.Path(__file__).with_name("data") / "tokenizer_corpus.jsonl"
+DATA = pathlib.Path(__file__).with_name("data")
+CORPUS = DATA / "tokenizer_corpus.jsonl"
+BPE_VOCAB = str(DATA / "bpe" / "vocab.json")
+BPE_MERGES = str(DATA / "bpe" / "merges.txt")
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
 
 
@@ -131,3 +136,163 @@ def test_tf_data_symbolic_call_and_fit_step_under_mixed_precision():
         assert np.isfinite(history.history["loss"][0])
     finally:
         keras.config.set_dtype_policy(previous_policy)
+
+
+def roberta_encode(seq_length, inputs):
+    """RoBERTa's encodings by Hugging Face `tokenizers` on the BPE fixture: byte-level BPE,
+    RobertaProcessing (`<s> A </s></s> B </s>`), longest-first truncation, `<pad>` padding."""
+    tokenizers = pytest.importorskip("tokenizers", reason="reference encodings for parity")
+    reference = tokenizers.ByteLevelBPETokenizer(BPE_VOCAB, BPE_MERGES, add_prefix_space=False,
+                                                 trim_offsets=True)
+    reference.post_processor = tokenizers.processors.RobertaProcessing(
+        ("</s>", 2), ("<s>", 0), trim_offsets=True, add_prefix_space=False)
+    reference.enable_truncation(seq_length, strategy="longest_first")
+    reference.enable_padding(length=seq_length, pad_id=1, pad_token="<pad>")
+    encodings = reference.encode_batch(inputs)
+    return {"token_ids": [e.ids for e in encodings],
+            "segment_ids": [e.type_ids for e in encodings],
+            "padding_mask": [e.attention_mask for e in encodings]}
+
+
+@pytest.mark.parametrize("seq_length", [12, 64])
+def test_bpe_singles_and_pairs_equal_hugging_face_roberta_encodings(lines, seq_length):
+    preprocessor = BertPreprocessor(BPE_VOCAB, seq_length=seq_length,
+                                    truncation="longest_first")
+    assert preprocessor.tokenizer_kind == "byte_pair"
+    assert isinstance(preprocessor.tokenizer, BytePairTokenizer)
+    texts = [*lines, "", "a", "Hello world!"]
+    singles = as_lists(preprocessor(texts))
+    assert singles == roberta_encode(seq_length, texts)
+    first, second = texts[0::2], texts[1::2]
+    first = first[: len(second)]
+    pairs = as_lists(preprocessor((first, second)))
+    assert pairs == roberta_encode(seq_length, list(zip(first, second, strict=True)))
+    # The layout itself: <s> A </s></s> B </s>, one token type.
+    pair = as_lists(preprocessor(("a", "b"), static_shape=False))
+    assert pair["token_ids"] == [0, 69, 2, 2, 70, 2, 1, 1]
+    assert pair["segment_ids"] == [0] * 8
+    assert pair["padding_mask"] == [1] * 6 + [0] * 2
+
+
+def test_the_tokenizer_is_picked_from_the_vocabulary(tmp_path):
+    kinds = {}
+    kinds["vocab.txt"] = BertPreprocessor(str(DATA / "tasks" / "vocab.txt"))
+    kinds["token list"] = BertPreprocessor(TINY_VOCAB)
+    kinds["vocab.json"] = BertPreprocessor(BPE_VOCAB)
+    # A vocab.json without merges.txt beside it takes merges=.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(BPE_VOCAB, alone / "vocab.json")
+    with pytest.raises(ValueError, match="merges.txt"):
+        BertPreprocessor(str(alone / "vocab.json"))
+    kinds["vocab.json, merges="] = BertPreprocessor(str(alone / "vocab.json"),
+                                                    merges=BPE_MERGES)
+    with open(BPE_VOCAB, encoding="utf-8") as f:
+        kinds["dict, merges="] = BertPreprocessor(json.load(f), merges=BPE_MERGES)
+    # A checkpoint folder: vocab.json + merges.txt are preferred to vocab.txt.
+    folder = tmp_path / "roberta"
+    folder.mkdir()
+    for path in (BPE_VOCAB, BPE_MERGES, DATA / "tasks" / "vocab.txt"):
+        shutil.copy(path, folder)
+    kinds["BPE folder"] = BertPreprocessor(folder)
+    # A BERT folder: vocab.txt, casing from tokenizer_config.json.
+    cased = tmp_path / "bert-cased"
+    cased.mkdir()
+    shutil.copy(DATA / "tasks" / "vocab.txt", cased)
+    (cased / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+    kinds["cased BERT folder"] = BertPreprocessor(str(cased))
+    assert {name: (p.tokenizer_kind, p.lower_case) for name, p in kinds.items()} == {
+        "vocab.txt": ("wordpiece", True), "token list": ("wordpiece", True),
+        "vocab.json": ("byte_pair", False), "vocab.json, merges=": ("byte_pair", False),
+        "dict, merges=": ("byte_pair", False), "BPE folder": ("byte_pair", False),
+        "cased BERT folder": ("wordpiece", False),
+    }
+    # An explicit lower_case wins over the folder's.
+    assert BertPreprocessor(str(cased), lower_case=True).lower_case
+    texts = ["Hello world!", "the quick fox"]
+    bpe = as_lists(kinds["vocab.json"](texts))
+    for name in ("vocab.json, merges=", "dict, merges=", "BPE folder"):
+        assert as_lists(kinds[name](texts)) == bpe, name
+    # The preprocessor's vocabulary is its tokens by id, whatever the tokenizer.
+    tokens = kinds["vocab.json"].vocabulary
+    assert tokens[:5] == ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    assert len(tokens) == kinds["vocab.json"].tokenizer.vocabulary_size()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "tokenizer.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds no vocabulary file.*tokenizer.json alone"):
+        BertPreprocessor(empty)
+    with pytest.raises(ValueError, match="merges is only for byte-level BPE"):
+        BertPreprocessor(TINY_VOCAB, merges=BPE_MERGES)
+
+
+def test_bpe_is_cased_and_has_no_tflite_pipeline():
+    with pytest.raises(ValueError, match="are cased"):
+        BertPreprocessor(BPE_VOCAB, lower_case=True)
+    assert not BertPreprocessor(BPE_VOCAB, lower_case=False).lower_case
+    with pytest.raises(ValueError, match="no TFLite-compatible pipeline"):
+        BertPreprocessor(BPE_VOCAB, tflite_compatible=True)
+
+
+def test_bpe_texts_are_cut_to_max_text_bytes():
+    preprocessor = BertPreprocessor(BPE_VOCAB, seq_length=64, max_text_bytes=9,
+                                    static_shape=False)
+    whole = BertPreprocessor(BPE_VOCAB, seq_length=64, static_shape=False)
+    # 9 bytes of "héllo wörld" end inside "ö", which is left out.
+    assert as_lists(preprocessor(["héllo wörld"])) == as_lists(whole(["héllo w"]))
+
+
+def test_a_given_tokenizer_is_used_as_it_is():
+    tokenizer = BertTokenizer(TINY_VOCAB, lower_case=False)
+    preprocessor = BertPreprocessor(tokenizer, seq_length=8)
+    assert preprocessor.tokenizer is tokenizer and not preprocessor.lower_case
+    assert as_lists(preprocessor(["The fox"]))["token_ids"] == [[2, 1, 8, 3, 0, 0, 0, 0]]
+    with pytest.raises(ValueError, match="disagrees"):
+        BertPreprocessor(tokenizer, lower_case=True)
+
+
+def keras_round_trip(preprocessor, path):
+    """The preprocessor through get_config/from_config, and inside a model saved as .keras."""
+    from_config = BertPreprocessor.from_config(preprocessor.get_config())
+    strings = keras.Input(shape=(), dtype="string")
+    model = keras.Model(strings, preprocessor(strings))
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    return from_config, loaded
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "byte_pair"])
+def test_config_and_keras_file_round_trips_for_each_tokenizer(kind, tmp_path):
+    vocabulary = TINY_VOCAB if kind == "wordpiece" else BPE_VOCAB
+    preprocessor = BertPreprocessor(vocabulary, seq_length=12, truncation="longest_first")
+    from_config, loaded = keras_round_trip(preprocessor, tmp_path / "model.keras")
+    assert from_config.get_config() == preprocessor.get_config()
+    assert from_config.tokenizer_kind == kind
+    texts = ["The quick fox.", "the fox"]
+    expected = as_lists(preprocessor(texts))
+    assert as_lists(from_config(texts)) == expected
+    assert as_lists(loaded(tf.constant(texts))) == expected
+    pairs = (["The fox", "the quick fox"], ["fox .", "the"])
+    assert as_lists(from_config(pairs)) == as_lists(preprocessor(pairs))
+
+
+def test_wordpiece_config_is_unchanged():
+    config = BertPreprocessor(TINY_VOCAB, seq_length=12).get_config()
+    assert {k: config[k] for k in ("vocabulary", "lower_case", "tflite_compatible",
+                                   "max_text_bytes")} == {
+        "vocabulary": TINY_VOCAB, "lower_case": True, "tflite_compatible": False,
+        "max_text_bytes": None}
+    assert "merges" not in config and "tokenizer" not in config
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "byte_pair"])
+def test_written_vocabulary_files_rebuild_the_preprocessor(kind, tmp_path):
+    from keras_bert_core.text.vocabulary_files import write_vocabulary_files
+
+    vocabulary = TINY_VOCAB if kind == "wordpiece" else BPE_VOCAB
+    preprocessor = BertPreprocessor(vocabulary, seq_length=12, lower_case=False)
+    names = list(write_vocabulary_files(preprocessor.tokenizer, tmp_path))
+    assert names == (["vocab.txt"] if kind == "wordpiece" else ["vocab.json", "merges.txt"]) + [
+        "tokenizer_config.json"]
+    rebuilt = BertPreprocessor(tmp_path, seq_length=12, name=preprocessor.name)
+    assert rebuilt.get_config() == preprocessor.get_config()

@@ -1,0 +1,190 @@
+"""Which tokenizer a vocabulary is for, found from what is given, and its files written back.
+
+The BERT family uses three tokenizers, each with its own vocabulary files:
+
+- WordPiece (BERT, DistilBERT): `vocab.txt`, one token per line.
+- Byte-level BPE (RoBERTa): `vocab.json` (token -> id) and `merges.txt`.
+- SentencePiece (ALBERT): `spiece.model`, a serialized SentencePiece model.
+
+A Hugging Face checkpoint folder holds one of them (often beside `tokenizer.json`, which is
+not read), and may say in `tokenizer_config.json` whether the model is lower-cased
+(`do_lower_case`) and, for SentencePiece, whether accents are kept (`keep_accents`).
+"""
+
+import dataclasses
+import json
+import os
+
+import tensorflow as tf
+
+WORDPIECE = "wordpiece"
+BYTE_PAIR = "byte_pair"
+SENTENCEPIECE = "sentencepiece"
+TOKENIZER_KINDS = (WORDPIECE, BYTE_PAIR, SENTENCEPIECE)
+
+# The vocabulary files of each kind, in the order a folder's files are preferred.
+VOCABULARY_FILES = {
+    SENTENCEPIECE: ("spiece.model",),
+    BYTE_PAIR: ("vocab.json", "merges.txt"),
+    WORDPIECE: ("vocab.txt",),
+}
+TOKENIZER_CONFIG = "tokenizer_config.json"
+# tokenizer_config.json keys -> tokenizer arguments, by kind.
+_CONFIG_OPTIONS = {
+    WORDPIECE: {"do_lower_case": "lower_case"},
+    SENTENCEPIECE: {"do_lower_case": "lower_case", "keep_accents": "keep_accents"},
+    BYTE_PAIR: {},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularySource:
+    """A vocabulary and the tokenizer it is for.
+
+    Attributes:
+        kind: one of `TOKENIZER_KINDS`.
+        vocabulary: what the tokenizer takes: a `vocab.txt` path or list of tokens
+            (WordPiece), a `vocab.json` path or dict (BPE), a `.model` path or its bytes
+            (SentencePiece).
+        merges: the BPE merges (a `merges.txt` path or list), None for the other kinds.
+        options: tokenizer arguments read from a folder's `tokenizer_config.json`
+            (`lower_case`, `keep_accents`); empty otherwise.
+    """
+
+    kind: str
+    vocabulary: object
+    merges: object = None
+    options: dict = dataclasses.field(default_factory=dict)
+
+
+def find_vocabulary(vocabulary, merges=None):
+    """The `VocabularySource` of a vocabulary given as a file, a folder or in memory.
+
+    - a folder (e.g. a Hugging Face checkpoint): the first of `spiece.model`,
+      `vocab.json` with `merges.txt`, `vocab.txt` that it holds, and the options of its
+      `tokenizer_config.json`;
+    - a path ending in `.model`: SentencePiece; in `.json`: BPE, its merges from `merges`
+      or else from `merges.txt` beside it; any other file: a WordPiece `vocab.txt`;
+    - a list or tuple of tokens: WordPiece; a dict: BPE (with `merges`); bytes: a
+      serialized SentencePiece model.
+
+    Raises:
+        ValueError: the folder holds none of the files, a BPE vocabulary has no merges, or
+            `merges` is given with a vocabulary of another kind.
+
+    Example:
+    >>> find_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]).kind
+    'wordpiece'
+    >>> find_vocabulary({"<s>": 0}, merges=[]).kind
+    'byte_pair'
+    """
+    if isinstance(vocabulary, (str, os.PathLike)):
+        path = os.fspath(vocabulary)
+        if tf.io.gfile.isdir(path):
+            return _find_in_folder(path, merges)
+        if path.endswith(".json"):
+            if merges is None:
+                merges = os.path.join(os.path.dirname(path), "merges.txt")
+                if not tf.io.gfile.exists(merges):
+                    raise ValueError(f"{path} is a byte-level BPE vocabulary, but no merges.txt "
+                                     "is beside it: pass merges=<path to merges.txt>")
+            return VocabularySource(BYTE_PAIR, path, merges)
+        kind = SENTENCEPIECE if path.endswith(".model") else WORDPIECE
+    elif isinstance(vocabulary, dict):
+        if merges is None:
+            raise ValueError("a BPE vocabulary (a dict of token -> id) needs its merges: pass "
+                             "merges=<merges.txt path or list of 'left right' strings>")
+        return VocabularySource(BYTE_PAIR, vocabulary, merges)
+    elif isinstance(vocabulary, bytes):
+        kind = SENTENCEPIECE
+    elif isinstance(vocabulary, (list, tuple)):
+        kind = WORDPIECE
+    else:
+        raise TypeError(f"vocabulary must be a path, a folder, a list of tokens, a dict "
+                        f"(BPE) or bytes (SentencePiece), got {type(vocabulary).__name__}")
+    _no_merges(kind, merges)
+    return VocabularySource(kind, vocabulary)
+
+
+def _find_in_folder(folder, merges):
+    names = set(tf.io.gfile.listdir(folder))
+    for kind, files in VOCABULARY_FILES.items():
+        if all(name in names for name in files):
+            if kind != BYTE_PAIR:
+                _no_merges(kind, merges)
+            paths = [os.path.join(folder, name) for name in files]
+            return VocabularySource(kind, paths[0], merges if merges is not None else (
+                paths[1] if kind == BYTE_PAIR else None), _folder_options(folder, kind))
+    wanted = ", ".join(" with ".join(files) for files in VOCABULARY_FILES.values())
+    tokenizer_json = (" (tokenizer.json alone is not read)" if "tokenizer.json" in names
+                      else "")
+    raise ValueError(f"{folder} holds no vocabulary file{tokenizer_json}: looked for {wanted}")
+
+
+def _folder_options(folder, kind):
+    """Tokenizer arguments from the folder's tokenizer_config.json, if any."""
+    path = os.path.join(folder, TOKENIZER_CONFIG)
+    if not tf.io.gfile.exists(path):
+        return {}
+    with tf.io.gfile.GFile(path, "r") as f:
+        config = json.load(f)
+    return {argument: bool(config[key]) for key, argument in _CONFIG_OPTIONS[kind].items()
+            if isinstance(config.get(key), bool)}
+
+
+def _no_merges(kind, merges):
+    if merges is not None:
+        raise ValueError(f"merges is only for byte-level BPE vocabularies (vocab.json); this "
+                         f"vocabulary is {kind}")
+
+
+def tokenizer_kind(tokenizer):
+    """The kind (`TOKENIZER_KINDS`) of a tokenizer layer of this package."""
+    kinds = {"BertTokenizer": WORDPIECE, "BytePairTokenizer": BYTE_PAIR,
+             "SentencePieceTokenizer": SENTENCEPIECE}
+    for cls in type(tokenizer).__mro__:
+        if cls.__name__ in kinds:
+            return kinds[cls.__name__]
+    raise TypeError(f"not a keras_bert_core tokenizer: {type(tokenizer).__name__}")
+
+
+def write_vocabulary_files(tokenizer, directory):
+    """Writes the files a tokenizer is made from into `directory`, and a
+    `tokenizer_config.json` with its casing options: the folder then rebuilds the same
+    tokenizer through `find_vocabulary`.
+
+    Returns:
+        dict of file name -> path, the vocabulary files first in `VOCABULARY_FILES` order
+        (the config last).
+    """
+    kind = tokenizer_kind(tokenizer)
+    paths = {name: os.path.join(directory, name)
+             for name in (*VOCABULARY_FILES[kind], TOKENIZER_CONFIG)}
+    config = {}
+    if kind == WORDPIECE:
+        with open(paths["vocab.txt"], "w", encoding="utf-8") as f:
+            f.writelines(token + "\n" for token in tokenizer.vocabulary)
+        config["do_lower_case"] = tokenizer.lower_case
+    elif kind == BYTE_PAIR:
+        with open(paths["vocab.json"], "w", encoding="utf-8") as f:
+            json.dump(tokenizer.vocabulary, f, ensure_ascii=False)
+        with open(paths["merges.txt"], "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+            f.writelines(merge + "\n" for merge in tokenizer.merges)
+    else:
+        with open(paths["spiece.model"], "wb") as f:
+            f.write(sentencepiece_model_bytes(tokenizer))
+        config["do_lower_case"] = tokenizer.lower_case
+        config["keep_accents"] = tokenizer.keep_accents
+    with open(paths[TOKENIZER_CONFIG], "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2)
+    return paths
+
+
+def sentencepiece_model_bytes(tokenizer):
+    """The serialized SentencePiece model of a `SentencePieceTokenizer`."""
+    model = getattr(tokenizer, "model", None)
+    if isinstance(model, bytes):
+        return model
+    with tf.io.gfile.GFile(os.fspath(model), "rb") as f:
+        return f.read()
