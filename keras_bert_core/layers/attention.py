@@ -45,6 +45,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context: the states attended to `[batch, keys, width]`; `None` means `x`
             (self-attention over all positions). Passing only some positions' states as
             `x` computes the outputs of those positions alone.
+        return_attention: also return the attention probabilities, float32
+            `[batch, num_heads, queries, keys]` (before dropout), as `(outputs, probs)`:
+            what attention-transfer distillation compares. Off by default.
 
     Example:
     >>> import numpy as np
@@ -53,6 +56,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     >>> mask = np.array([[1, 1, 1, 0, 0]], "int32")
     >>> tuple(layer(x, attention_bias(mask)).shape)
     (1, 5, 16)
+    >>> out, probs = layer(x, attention_bias(mask), return_attention=True)
+    >>> tuple(probs.shape), np.allclose(probs[0, :, :, 3:], 0.0)
+    ((1, 2, 5, 5), True)
     """
 
     def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02, **kwargs):
@@ -80,7 +86,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             layer.build(input_shape)
         self.built = True
 
-    def call(self, x, bias, context=None, training=None):
+    def call(self, x, bias, context=None, training=None, return_attention=False):
         # The projections run on [rows, width] and their outputs go straight to
         # [batch, seq, heads, head_size]: no [batch, seq, width] step in between, one shape
         # for all three when the context is `x`, and the scale applied to the queries, not
@@ -102,14 +108,27 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         value = ops.reshape(self.value(context_rows), key_heads)
         scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)), ops.transpose(key, (0, 2, 3, 1)))
         scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
-        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        float_probs = ops.softmax(scores, axis=-1)
+        probs = ops.cast(float_probs, self.compute_dtype)
         probs = self.dropout_layer(probs, training=training)
         attended = ops.matmul(probs, ops.transpose(value, (0, 2, 1, 3)))
         attended = ops.reshape(ops.transpose(attended, (0, 2, 1, 3)), (-1, width))
-        return ops.reshape(self.output_dense(attended), (batch, queries, width))
+        outputs = ops.reshape(self.output_dense(attended), (batch, queries, width))
+        if return_attention:
+            return outputs, float_probs
+        return outputs
 
     def compute_output_shape(self, input_shape, *args, **kwargs):
         return input_shape
+
+    def compute_output_spec(self, x, bias, context=None, training=None,
+                            return_attention=False):
+        outputs = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_attention:
+            return outputs
+        keys = (x if context is None else context).shape[1]
+        return outputs, keras.KerasTensor((x.shape[0], self.num_heads, x.shape[1], keys),
+                                          dtype="float32")
 
     def get_config(self):
         return {

@@ -30,6 +30,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         output_positions: optional int32 `[batch, outputs]`: compute only these positions'
             outputs (`[batch, outputs, width]`), each still attending to the whole row. A
             last layer feeding only `[CLS]` or the masked positions skips the rest.
+        return_attention: also return the attention probabilities, float32
+            `[batch, num_heads, outputs, seq]`, as `(outputs, probs)` (attention-transfer
+            distillation reads the last block's). Off by default.
 
     Example:
     >>> import numpy as np
@@ -42,6 +45,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
     >>> first = block(x, bias, output_positions=np.zeros((2, 1), "int32"))  # [CLS] alone
     >>> np.allclose(first[:, 0], block(x, bias)[:, 0], atol=1e-6)
     True
+    >>> out, probs = block(x, bias, return_attention=True)
+    >>> tuple(probs.shape)
+    (2, 2, 6, 6)
     """
 
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
@@ -93,14 +99,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
         h = activate(self.activation, self.intermediate(x), training)
         return self.dropout_layer(self.output_dense(h), training=training)
 
-    def call(self, x, bias, output_positions=None, training=None):
+    def call(self, x, bias, output_positions=None, training=None, return_attention=False):
         if output_positions is not None:
             # The queries' rows of the bias: [batch, 1, outputs, seq].
             rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
             bias = ops.take_along_axis(bias, rows, axis=2)
 
         def forward(x, bias, *positions):
-            return self._forward(x, bias, positions[0] if positions else None, training)
+            return self._forward(x, bias, positions[0] if positions else None, training,
+                                 return_attention)
 
         args = (x, bias) if output_positions is None else (x, bias, output_positions)
         if self.remat:
@@ -109,27 +116,48 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return keras.remat(forward)(*args)
         return forward(*args)
 
-    def _forward(self, x, bias, positions, training):
+    def _forward(self, x, bias, positions, training, return_attention=False):
         def outputs_of(states):
             if positions is None:
                 return states
             return ops.take_along_axis(states, ops.expand_dims(positions, 2), axis=1)
 
+        # Only the opt-in path passes the argument: the default call is unchanged.
+        attention_kwargs = {"return_attention": True} if return_attention else {}
+        probs = None
         queries = outputs_of(x)
         if self.norm_first:
             normed = self._norm(self.attention_norm, x)
-            attended = self.attention(outputs_of(normed), bias, context=normed, training=training)
+            attended = self.attention(outputs_of(normed), bias, context=normed,
+                                      training=training, **attention_kwargs)
+            if return_attention:
+                attended, probs = attended
             x = queries + self.dropout_layer(attended, training=training)
-            return x + self._feed_forward(self._norm(self.output_norm, x), training)
-        attended = self.dropout_layer(
-            self.attention(queries, bias, context=x, training=training), training=training)
+            x = x + self._feed_forward(self._norm(self.output_norm, x), training)
+            return (x, probs) if return_attention else x
+        attended = self.attention(queries, bias, context=x, training=training,
+                                  **attention_kwargs)
+        if return_attention:
+            attended, probs = attended
+        attended = self.dropout_layer(attended, training=training)
         x = self._norm(self.attention_norm, queries + attended)
-        return self._norm(self.output_norm, x + self._feed_forward(x, training))
+        x = self._norm(self.output_norm, x + self._feed_forward(x, training))
+        return (x, probs) if return_attention else x
 
     def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None):
         if output_positions_shape is None:
             return x_shape
         return (*output_positions_shape, x_shape[-1])
+
+    def compute_output_spec(self, x, bias, output_positions=None, training=None,
+                            return_attention=False):
+        shape = self.compute_output_shape(
+            x.shape, bias.shape, None if output_positions is None else output_positions.shape)
+        outputs = keras.KerasTensor(shape, dtype=self.compute_dtype)
+        if not return_attention:
+            return outputs
+        return outputs, keras.KerasTensor((x.shape[0], self.num_heads, shape[1], x.shape[1]),
+                                          dtype="float32")
 
     def get_config(self):
         return {

@@ -1,6 +1,12 @@
 """Functional Keras models built from `layers/`: the encoder and the task models."""
 
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.models.distiller import (
+    Distiller,
+    check_vocabularies,
+    distillation_kl,
+    make_distilbert_student,
+)
 from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.pretrainer import BertPretrainer
@@ -9,4 +15,5 @@ from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 
 __all__ = ["BertEncoder", "BertClassifier", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanLabeler", "BertTokenClassifier", "TaskModel"]
+           "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
+           "check_vocabularies", "distillation_kl", "make_distilbert_student"]

@@ -18,16 +18,21 @@ def encoder_inputs(name_prefix=""):
 
 
 def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=None,
-            output_encoder_outputs=False):
+            output_encoder_outputs=False, training=None, return_attention=False):
     """The encoder's computation on its layers (see `BertEncoder.encode`)."""
+    # Only the opt-in paths pass these arguments: the default graph is unchanged.
+    kwargs = {} if training is None else {"training": training}
+    last_kwargs = {**kwargs, "return_attention": True} if return_attention else kwargs
     x = embeddings(inputs["token_ids"], inputs["segment_ids"],
-                   document_positions(inputs["padding_mask"]))
+                   document_positions(inputs["padding_mask"]), **kwargs)
     bias = attention_bias(inputs["padding_mask"])
     layer_outputs = []
     for block in blocks[:-1]:
-        x = block(x, bias)
+        x = block(x, bias, **kwargs)
         layer_outputs.append(x)
-    x = blocks[-1](x, bias, output_positions=output_positions)
+    x = blocks[-1](x, bias, output_positions=output_positions, **last_kwargs)
+    if return_attention:
+        x, attention_probs = x
     layer_outputs.append(x)
     if final_norm is not None:
         x = keras.ops.cast(final_norm(x), embeddings.compute_dtype)
@@ -36,6 +41,8 @@ def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=Non
         outputs["pooled_output"] = pooler(x[:, 0, :])
     if output_encoder_outputs:
         outputs["encoder_outputs"] = layer_outputs
+    if return_attention:
+        outputs["attention_probs"] = attention_probs
     return outputs
 
 
@@ -151,7 +158,7 @@ class BertEncoder(keras.Model):
             inputs = {name: inputs[name] for name in INPUT_NAMES if name in inputs}
         return super().call(inputs, training=training, mask=mask)
 
-    def encode(self, inputs, output_positions=None):
+    def encode(self, inputs, output_positions=None, training=None, return_attention=False):
         """The encoder's outputs, with the last block computed only at `output_positions`.
 
         Task models call this on their symbolic inputs instead of the encoder itself when they
@@ -165,15 +172,34 @@ class BertEncoder(keras.Model):
             inputs: the encoder's input dict (extra keys are ignored).
             output_positions: int32 `[batch, outputs]`, with 0 (`[CLS]`) first where the
                 pooled output is read; `"cls"` for `[CLS]` alone; `None` for every position.
+            training: the layers' training flag when called outside a model's `call` (a
+                custom train step); `None` takes it from the enclosing call.
+            return_attention: also return the last block's attention probabilities as
+                `attention_probs`, float32 `[batch, num_heads, outputs, seq]` (for
+                attention-transfer distillation). Off by default. On tensors, as a train
+                step calls it; not inside a functional graph built over this encoder's
+                layers (Keras counts a layer's outputs by its first call).
 
         Returns the encoder's output dict, where `sequence_output` is `[batch, outputs,
         hidden]` and `pooled_output` comes from the first of `output_positions`.
+
+        Example:
+        >>> import numpy as np
+        >>> import keras_bert_core as kbc
+        >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+        >>> ids = np.array([[2, 10, 11, 3, 0]], "int32")
+        >>> out = encoder.encode({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+        ...                       "padding_mask": (ids > 0).astype("int32")},
+        ...                      return_attention=True)
+        >>> tuple(out["attention_probs"].shape)
+        (1, 2, 5, 5)
         """
         inputs = {name: inputs[name] for name in INPUT_NAMES}
         if isinstance(output_positions, str) and output_positions == "cls":
             output_positions = keras.ops.zeros_like(inputs["token_ids"][:, :1])
         return _encode(inputs, self.embeddings, self.blocks, self.final_norm, self.pooler,
-                       output_positions, self.output_encoder_outputs)
+                       output_positions, self.output_encoder_outputs, training=training,
+                       return_attention=return_attention)
 
     @property
     def word_embeddings(self):
