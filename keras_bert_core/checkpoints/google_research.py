@@ -1,12 +1,15 @@
-"""google-research/bert TF1 checkpoints: `bert_model.ckpt.*` + `bert_config.json`.
+"""google-research TF1 checkpoints of BERT (`bert_model.ckpt.*` + `bert_config.json`) and
+ALBERT (`model.ckpt-*` + `albert_config.json`, google-research/albert).
 
 Variables are read by name with `tf.train.load_checkpoint` (no TF1 graph is built). Their
-kernels are already `[in, out]`; only the NSP `output_weights` is stored transposed.
+kernels are already `[in, out]`; only the NSP (SOP) `output_weights` is stored transposed.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
 import numpy as np
 
@@ -22,7 +25,19 @@ from keras_bert_core.config import BertConfig
 from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
-CONFIG_NAMES = ("bert_config.json", "config.json")
+CONFIG_NAMES = ("bert_config.json", "albert_config.json", "config.json")
+# google-research/albert's scopes of BERT's layer names (canonical prefix -> its prefix):
+# one transformer per layer group, its attention and feed-forward in `attention_1`/`ffn_1`.
+_ALBERT_GROUP = r"encoder/transformer/group_\1/inner_group_0/"
+_ALBERT_NAMES = [
+    (r"^embeddings/projection/", "encoder/embedding_hidden_mapping_in/"),
+    (r"^encoder/layer_(\d+)/attention/self/", _ALBERT_GROUP + "attention_1/self/"),
+    (r"^encoder/layer_(\d+)/attention/output/dense/", _ALBERT_GROUP + "attention_1/output/dense/"),
+    (r"^encoder/layer_(\d+)/attention/output/LayerNorm/", _ALBERT_GROUP + "LayerNorm/"),
+    (r"^encoder/layer_(\d+)/intermediate/dense/", _ALBERT_GROUP + "ffn_1/intermediate/dense/"),
+    (r"^encoder/layer_(\d+)/output/dense/", _ALBERT_GROUP + "ffn_1/intermediate/output/dense/"),
+    (r"^encoder/layer_(\d+)/output/LayerNorm/", _ALBERT_GROUP + "LayerNorm_1/"),
+]
 _OPTIMIZER_SLOTS = ("/adam_m", "/adam_v")
 _HEADS = {
     "mlm/transform/kernel": Source("cls/predictions/transform/dense/kernel"),
@@ -40,14 +55,34 @@ def matches(reader):
     return any(key.startswith("bert/embeddings/") for key in reader.shapes)
 
 
-def config_beside(prefix):
-    """The `BertConfig` from `bert_config.json` (or `config.json`) beside a checkpoint."""
+def _is_albert(reader):
+    return any(key.startswith("bert/encoder/transformer/group_") for key in reader.shapes)
+
+
+def config_beside(prefix, albert=False):
+    """The `BertConfig` from `bert_config.json` (or `albert_config.json`, `config.json`)
+    beside a checkpoint; with `albert`, read as google-research/albert's configuration."""
     folder = os.path.dirname(prefix)
     for name in CONFIG_NAMES:
         path = os.path.join(folder, name)
         if os.path.isfile(path):
-            return BertConfig.from_json(path)
+            if not albert:
+                return BertConfig.from_json(path)
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+            # google-research/albert's `gelu` is the tanh approximation.
+            act = values.get("hidden_act", "gelu")
+            return BertConfig.from_dict({**values, "model_type": "albert", "hidden_act":
+                                         "gelu_approximate" if act == "gelu" else act})
     return None
+
+
+def _albert_name(name):
+    for pattern, replacement in _ALBERT_NAMES:
+        renamed, count = re.subn(pattern, replacement, name)
+        if count:
+            return renamed
+    return name
 
 
 def load(path, config=None):
@@ -61,20 +96,22 @@ def load(path, config=None):
         `(encoder, config)`.
     """
     reader = open_tf_checkpoint(path)
-    config = config or config_beside(reader.path)
+    albert = _is_albert(reader)
+    config = config or config_beside(reader.path, albert)
     if config is None:
         raise CheckpointError(
             f"{reader.path}: no {' or '.join(CONFIG_NAMES)} beside the checkpoint (TF1 "
             "checkpoints do not record the number of attention heads); add one or pass config=")
     encoder = BertEncoder(config)
+    rename = _albert_name if albert else (lambda name: name)
     assign_checked(
-        encoder_variables(encoder), reader, lambda name: Source("bert/" + name),
+        encoder_variables(encoder), reader, lambda name: Source("bert/" + rename(name)),
         lambda key: key.startswith("bert/") and not key.endswith(_OPTIMIZER_SLOTS))
     return encoder, config
 
 
 def read_heads(path):
-    """The MLM and NSP head weights of a pretraining checkpoint, or `None`."""
+    """The MLM and NSP (ALBERT: SOP) head weights of a pretraining checkpoint, or `None`."""
     return read_head_groups(open_tf_checkpoint(path), _HEADS)
 
 

@@ -116,3 +116,74 @@ def test_a_family_mismatch_names_the_weights(tmp_path):
         open(os.path.join(source, "config.json"), encoding="utf-8").read())
     with pytest.raises(CheckpointMismatchError, match=r"transformer\.layer\.1\.ffn\.lin2"):
         load_checkpoint(folder)
+
+
+# Hugging Face's rules (its former TF1 ALBERT converter) that turn google-research/albert
+# variable names into its own, applied in order: an independent account of the TF1 names.
+_HF_FROM_ALBERT_TF1 = [
+    ("ffn_1", "ffn"), ("bert/", "albert/"), ("attention_1", "attention"), ("transform/", ""),
+    ("LayerNorm_1", "full_layer_layer_norm"), ("LayerNorm", "attention/LayerNorm"),
+    ("transformer/", ""), ("intermediate/dense/", ""), ("ffn/intermediate/output/dense/",
+                                                        "ffn_output/"),
+    ("/output/", "/"), ("/self/", "/"), ("pooler/dense", "pooler"),
+    ("cls/predictions", "predictions"), ("predictions/attention", "predictions"),
+    ("embeddings/attention", "embeddings"), ("inner_group_", "albert_layers/"),
+    ("group_", "albert_layer_groups/"), ("cls/seq_relationship/output_", "sop_classifier/"
+                                                                      "classifier/"),
+]
+_HF_PARAMS = {"kernel": "weight", "gamma": "weight", "beta": "bias", "bias": "bias",
+              "weights": "weight", "output_bias": "bias"}
+
+
+def _hf_name(tf1_name):
+    for old, new in _HF_FROM_ALBERT_TF1:
+        tf1_name = tf1_name.replace(old, new)
+    if tf1_name.endswith("_embeddings"):
+        return tf1_name.replace("/", ".") + ".weight"
+    path, param = tf1_name.rsplit("/", 1)
+    if path == "predictions":  # predictions/output_bias
+        return "predictions.bias"
+    return f"{path.replace('/', '.')}.{_HF_PARAMS.get(param, param)}"
+
+
+def test_google_research_albert_tf1_checkpoint_matches_pytorch(tmp_path):
+    import tensorflow as tf
+
+    from keras_bert_core.checkpoints import encoder_variables, google_research
+
+    source = os.path.join(FAMILIES, "albert")
+    state = load_file(os.path.join(source, "model.safetensors"))
+    hf_config = json.loads(open(os.path.join(source, "config.json"), encoding="utf-8").read())
+    # albert_config.json as google-research/albert writes it: no model_type, and "gelu"
+    # for its tanh approximation.
+    albert_config = {key: hf_config[key] for key in (
+        "attention_probs_dropout_prob", "embedding_size", "hidden_dropout_prob", "hidden_size",
+        "initializer_range", "intermediate_size", "max_position_embeddings",
+        "num_attention_heads", "num_hidden_groups", "num_hidden_layers", "inner_group_num",
+        "type_vocab_size", "vocab_size")}
+    (tmp_path / "albert_config.json").write_text(json.dumps({**albert_config,
+                                                              "hidden_act": "gelu"}))
+    # The names our loader reads, each filled from the Hugging Face weight HF's rules map it to.
+    names = [f"bert/{google_research._albert_name(name)}"
+             for name in encoder_variables(load_checkpoint(source)[0])]
+    names += [source.key for source in google_research._HEADS.values()]
+    tensors = {}
+    for name in names:
+        value = state[_hf_name(name)]
+        linear = name.endswith("/kernel")  # PyTorch Linear: [out, in]
+        tensors[name] = value.T if linear else value
+    tf.raw_ops.SaveV2(prefix=str(tmp_path / "model.ckpt-10000"), tensor_names=list(tensors),
+                      shape_and_slices=[""] * len(tensors),
+                      tensors=[tf.constant(v) for v in tensors.values()])
+    reference = _reference("albert")
+    pretrainer, config = load_pretrainer(str(tmp_path / "model.ckpt-10000"))
+    assert config.family == "albert" and config.hidden_act == "gelu_approximate"
+    encoded = pretrainer.encoder(_inputs(reference))
+    real = reference["attention_mask"].astype(bool)
+    assert _max_diff(np.asarray(encoded["sequence_output"])[real],
+                     reference["sequence_output"]) <= TOLERANCE
+    rows, columns = reference["mlm_positions"].T
+    logits = pretrainer.masked_lm(np.asarray(encoded["sequence_output"])[rows, columns][None])
+    assert _max_diff(logits[0], reference["mlm_logits"]) <= TOLERANCE
+    sop = pretrainer.next_sentence(encoded["pooled_output"])
+    assert _max_diff(sop, reference["sop_logits"]) <= TOLERANCE
