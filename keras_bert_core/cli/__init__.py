@@ -19,6 +19,7 @@ COMMANDS = {
     "vocab": ("vocab", "learn a WordPiece vocabulary from text files"),
     "pretrain": ("pretrain", "pretrain BERT (masked LM + next sentence) on text or TFRecords"),
     "finetune": ("finetune", "fine-tune on a task: classify, pair, squad, ner, choice"),
+    "distill": ("distill", "distill a fine-tuned model into a smaller student"),
     "evaluate": ("evaluate", "score a fine-tuned model on labeled data"),
     "predict": ("predict", "run a fine-tuned model or an export on texts from a file or stdin"),
     "export": ("export", "export a fine-tuned model as a SavedModel and/or TFLite file"),

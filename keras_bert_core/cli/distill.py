@@ -1,0 +1,327 @@
+"""`kbc distill`: distill a fine-tuned model (a `kbc finetune` run) into a smaller student.
+
+The student trains on the teacher's soft targets and the labels (`kbc.Distiller`), and on
+the teacher's soft targets alone for `--unlabeled` texts. The run directory is a fine-tuning
+run of the student (so `kbc evaluate`, `predict` and `export` take it) with, in
+comparison.json, the teacher against the student: the task's metrics, parameters, the
+`.keras` file sizes and Keras's time per text.
+"""
+
+import os
+import platform
+import statistics
+import time
+
+from keras_bert_core.cli import UserError, training_environment
+from keras_bert_core.cli.common import (
+    MODEL_FILE,
+    VOCAB_FILE,
+    TrainingOptions,
+    add_training_options,
+    compile_for_training,
+    model_path,
+    positive_int,
+    read_vocab,
+    run_directory_of,
+    say,
+    training_scope,
+    training_strategy,
+)
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
+from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned
+from keras_bert_core.config import PRESETS, BertConfig
+
+# `--student` value: the teacher's every other layer, weights copied (DistilBERT's start).
+FROM_TEACHER = "every-other-layer"
+COMPARISON_FILE = "comparison.json"
+# Tasks whose unlabeled data the teacher can label (SQuAD needs answer spans to make rows).
+UNLABELED_TASKS = ("classify", "pair", "ner", "choice")
+
+
+def add_arguments(parser):
+    parser.add_argument("--teacher", required=True, metavar="RUN",
+                        help="the fine-tuned model to distill: a kbc finetune run (or its "
+                             "model.keras)")
+    parser.add_argument("--student", default=FROM_TEACHER, metavar="PRESET|PATH",
+                        help=f"the student: '{FROM_TEACHER}' (the teacher's every other "
+                             "layer, weights copied, as DistilBERT starts), a preset "
+                             f"({', '.join(sorted(PRESETS))}), a BertConfig JSON (new "
+                             "weights), or pretrained weights: a kbc run, a .keras file or a "
+                             "checkpoint folder, with the teacher's vocabulary")
+    data = parser.add_argument_group("data (in the teacher's task format)")
+    data.add_argument("--train", required=True, metavar="FILE", help="labeled training data")
+    data.add_argument("--validation", metavar="FILE",
+                      help="labeled data to compare teacher and student on (default: --train)")
+    data.add_argument("--unlabeled", metavar="FILE",
+                      help="more texts, labeled by the teacher (its soft targets only): a "
+                           "data file without labels, or text lines (.txt); classify, pair, "
+                           "ner and choice tasks")
+    add_data_options(parser, with_defaults=False)
+    loss = parser.add_argument_group("distillation")
+    loss.add_argument("--temperature", type=float, default=2.0,
+                      help="softmax temperature of the soft targets")
+    loss.add_argument("--alpha", type=float, default=0.5,
+                      help="weight of the labels' loss; the soft targets weigh 1 - alpha")
+    loss.add_argument("--hidden-weight", type=float, default=0.0,
+                      help="weight of the last layers' hidden-state loss (0: off)")
+    loss.add_argument("--hidden-loss", choices=("mse", "cosine"), default="mse",
+                      help="the hidden-state distance")
+    loss.add_argument("--attention-weight", type=float, default=0.0,
+                      help="weight of the last layers' attention transfer (MiniLM; 0: off)")
+    add_training_options(parser, batch_size=32, learning_rate=5e-5)
+    parser.add_argument("--epochs", type=positive_int, default=3,
+                        help="passes over the training data (and --unlabeled)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--run-dir", metavar="DIR",
+                        help="where to write the run (default: runs/distill-<time>)")
+    output.add_argument("--overwrite", action="store_true",
+                        help="replace an existing run directory")
+    output.add_argument("--backup-every", type=positive_int, default=50, metavar="STEPS",
+                        help="back up the training state every this many steps")
+
+
+def _load_teacher(path):
+    try:
+        return load_finetuned(path)
+    except UserError as e:
+        raise UserError(f"--teacher: {e}") from None
+
+
+def _student_vocabulary(path):
+    """The vocab.txt that comes with pretrained student weights, or None."""
+    folder = run_directory_of(path) or (path if os.path.isdir(path) else os.path.dirname(path))
+    candidate = os.path.join(folder, VOCAB_FILE)
+    return candidate if os.path.isfile(candidate) else None
+
+
+def _check_student_vocabulary(choice, vocab, vocab_path):
+    """Pretrained student weights must come with the teacher's vocabulary (when they come
+    with one at all: else their vocab_size is checked once loaded)."""
+    from keras_bert_core.models import check_vocabularies
+
+    if choice == FROM_TEACHER or choice in PRESETS or not os.path.exists(choice) \
+            or choice.endswith(".json"):
+        return
+    student_vocab = _student_vocabulary(choice)
+    if student_vocab is not None:
+        try:
+            check_vocabularies(vocab, read_vocab(student_vocab))
+        except ValueError as e:
+            raise UserError(f"{e} ({vocab_path} vs {student_vocab})") from None
+
+
+def _student(args, task, teacher):
+    """The student task model (built in the training scope), and where it came from."""
+    from keras_bert_core.checkpoints import load_checkpoint
+    from keras_bert_core.cli.common import under_global_dtype_policy
+    from keras_bert_core.models import BertEncoder, make_distilbert_student
+
+    teacher_config = teacher.encoder.config
+    seq_length = task.settings["seq_length"]
+    choice = args.student
+    if choice == FROM_TEACHER:
+        return make_distilbert_student(teacher), f"every other layer of {args.teacher}"
+    if choice in PRESETS or (choice.endswith(".json") and os.path.isfile(choice)):
+        try:
+            config = (BertConfig.preset(choice, vocab_size=teacher_config.vocab_size)
+                      if choice in PRESETS else BertConfig.from_json(choice))
+        except ValueError as e:
+            raise UserError(f"--student {choice}: {e}") from None
+        if choice not in PRESETS:
+            config = BertConfig.from_dict({**config.to_dict(),
+                                           "vocab_size": teacher_config.vocab_size})
+        _check_length(config, seq_length, choice)
+        return task.build_model(BertEncoder(config)), f"--student {choice} (new weights)"
+    if not os.path.exists(choice):
+        raise UserError(f"--student {choice} is not '{FROM_TEACHER}', a preset "
+                        f"({', '.join(sorted(PRESETS))}), a BertConfig JSON or a checkpoint")
+    encoder, config = load_checkpoint(model_path(choice))
+    if config.vocab_size != teacher_config.vocab_size:
+        raise UserError(f"teacher and student vocabularies differ: the teacher has vocab_size "
+                        f"{teacher_config.vocab_size}, --student {choice} "
+                        f"{config.vocab_size}; a student must use the teacher's vocabulary")
+    _check_length(config, seq_length, choice)
+    return task.build_model(under_global_dtype_policy(encoder)), f"--student {choice}"
+
+
+def _check_length(config, seq_length, student):
+    if seq_length > config.max_sequence_length:
+        raise UserError(f"the teacher's seq_length {seq_length} exceeds --student {student}'s "
+                        f"longest sequence, {config.max_sequence_length} positions")
+
+
+def _unlabeled_batches(task, path, preprocessor, batch_size, seed, labeled_spec):
+    """`(batches, rows)` of the teacher-labeled texts: `(x, placeholder targets, weight 0)`,
+    so that only the soft targets train on them."""
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert_core.models.metrics import IGNORE_LABEL
+
+    if task.name not in UNLABELED_TASKS:
+        raise UserError(f"--unlabeled takes {', '.join(UNLABELED_TASKS)} data, not "
+                        f"{task.name} (its rows are built from the answers)")
+    data = task.read_input(path)
+    if task.name == "ner":
+        from keras_bert_core.tasks.token_classification import tagging_features
+
+        features = tagging_features(data, preprocessor.tokenizer, task.settings["seq_length"])
+        # The tokens the soft targets cover: each word's first piece, as labels mark them.
+        features.labels = np.where(features.word_ids >= 0, 0, IGNORE_LABEL).astype(np.int32)
+        dataset, rows = features.dataset(batch_size, True, seed=seed), len(features)
+        dataset = dataset.map(lambda x, y: (x, y, tf.zeros([batch_size], tf.float32)))
+    else:
+        dataset, rows = task.dataset(data, preprocessor, batch_size, training=True, seed=seed)
+        target = labeled_spec
+
+        def placeholder(x):
+            y = tf.zeros([batch_size, *target.shape[1:]], target.dtype)
+            return x, y, tf.zeros([batch_size], tf.float32)
+
+        dataset = dataset.map(placeholder)
+    return dataset, rows
+
+
+def _training_data(args, task, train, preprocessor):
+    """`(batches, steps per epoch, rows)`: the labeled batches (weight 1) and, with
+    `--unlabeled`, the teacher-labeled ones (weight 0), drawn in a seeded random order."""
+    import tensorflow as tf
+
+    labeled, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
+                                 seed=args.seed)
+    steps = rows // args.batch_size
+    if steps == 0:
+        raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
+                        f"{args.batch_size}")
+    labeled_spec = labeled.element_spec[1]
+    labeled = labeled.map(lambda x, y: (x, y, tf.ones([args.batch_size], tf.float32)))
+    if not args.unlabeled:
+        return labeled, steps, rows
+    unlabeled, unlabeled_rows = _unlabeled_batches(
+        task, args.unlabeled, preprocessor, args.batch_size, args.seed, labeled_spec)
+    unlabeled_steps = unlabeled_rows // args.batch_size
+    if unlabeled_steps == 0:
+        raise UserError(f"--unlabeled has {unlabeled_rows} rows, fewer than --batch-size "
+                        f"{args.batch_size}")
+    mixed = tf.data.Dataset.sample_from_datasets(
+        [labeled, unlabeled], weights=[float(steps), float(unlabeled_steps)], seed=args.seed,
+        stop_on_empty_dataset=False)
+    return mixed, steps + unlabeled_steps, rows + unlabeled_rows
+
+
+def _ms_per_text(model, task, data, preprocessor, repeats=10):
+    """Keras's median time for one text (after a first, traced call)."""
+    dataset, _ = task.dataset(data, preprocessor, 1)
+    batch = next(iter(dataset))
+    x = batch[0] if isinstance(batch, tuple) else batch
+    model.predict_on_batch(x)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.predict_on_batch(x)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def _weight_bytes(model):
+    import numpy as np
+
+    return int(sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights))
+
+
+def compare(task, models, data, preprocessor, batch_size):
+    """`{"teacher": {...}, "student": {...}}`: each model's task metrics, parameters, weight
+    bytes, `.keras` file bytes (a fine-tuned teacher's file also holds its optimizer's
+    state) and Keras's milliseconds per text. `models` maps the two names to `(model, its
+    .keras file)`."""
+    return {name: {"metrics": task.evaluate(model, data, preprocessor, batch_size),
+                   "parameters": int(model.count_params()),
+                   "weight_bytes": _weight_bytes(model),
+                   "file_bytes": os.path.getsize(file),
+                   "keras_ms_per_text": _ms_per_text(model, task, data, preprocessor)}
+            for name, (model, file) in models.items()}
+
+
+def comparison_table(comparison):
+    """The comparison as lines of text: a row per figure, a column per model."""
+    teacher, student = comparison["teacher"], comparison["student"]
+    rows = [(name, teacher["metrics"][name], student["metrics"].get(name))
+            for name in teacher["metrics"] if isinstance(teacher["metrics"][name], float)]
+    rows += [("parameters", teacher["parameters"], student["parameters"]),
+             ("weight bytes", teacher["weight_bytes"], student["weight_bytes"]),
+             ("model.keras bytes", teacher["file_bytes"], student["file_bytes"]),
+             ("Keras ms per text", teacher["keras_ms_per_text"],
+              student["keras_ms_per_text"])]
+
+    def shown(value):
+        return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
+
+    width = max(len(name) for name, _, _ in rows)
+    lines = [f"{'':{width}}  {'teacher':>14}  {'student':>14}"]
+    lines += [f"{name:{width}}  {shown(a):>14}  {shown(b):>14}" for name, a, b in rows]
+    return lines
+
+
+def run(args):
+    # Before TensorFlow loads, as for the other training commands.
+    for name, value in training_environment(platform.machine()).items():
+        os.environ.setdefault(name, value)
+    from keras_bert_core.checkpoints.keras_file import load_model
+    from keras_bert_core.models import Distiller
+
+    training = TrainingOptions.from_args(args)
+    strategy = training_strategy(training, args.run_dir)
+    path = args.run_dir or default_run_dir("distill")
+    inputs = [args.teacher, args.train, args.validation, args.unlabeled]
+    RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
+    teacher, task, preprocessor = _load_teacher(args.teacher)
+    teacher_folder = run_directory_of(args.teacher)
+    vocab_path = os.path.join(teacher_folder, VOCAB_FILE)
+    vocab = read_vocab(vocab_path)
+    _check_student_vocabulary(args.student, vocab, vocab_path)
+    task.settings.update(data_settings(args))
+    train = task.load(args.train)
+    validation = task.load(args.validation) if args.validation else None
+    dataset, steps_per_epoch, rows = _training_data(args, task, train, preprocessor)
+    with training_scope(training, strategy):
+        if strategy.num_replicas_in_sync > 1:  # the teacher's variables, on every replica
+            teacher = load_model(model_path(args.teacher))
+        student, source = _student(args, task, teacher)
+        try:
+            distiller = Distiller(teacher, student, temperature=args.temperature,
+                                  alpha=args.alpha, hidden_weight=args.hidden_weight,
+                                  hidden_loss=args.hidden_loss,
+                                  attention_weight=args.attention_weight)
+        except (TypeError, ValueError) as e:
+            raise UserError(str(e)) from None
+        compile_for_training(distiller, training, args.epochs * steps_per_epoch)
+    say(f"distilling {args.teacher} into {source} on {rows} {task.name} rows, "
+        f"{steps_per_epoch} steps an epoch")
+    run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
+    run_dir.write_config(args, student.encoder.config, task.settings)
+    run_dir.write_vocab(vocab)
+    run_dir.fit(distiller, dataset, args.epochs, steps_per_epoch,
+                backup_every=args.backup_every)
+    run_dir.save_model(student)
+    records = run_dir.epoch_metrics()
+    metrics = {"train": {k: v for k, v in records[-1].items()
+                         if k not in ("event", "epoch", "step")} if records else {}}
+    if validation is not None:
+        metrics["validation"] = task.evaluate(student, validation, preprocessor,
+                                              args.batch_size)
+    run_dir.write_metrics(metrics)
+    run_dir.plot_curves(f"{task.name} distillation: {run_dir.path}")
+    if not run_dir.chief:
+        return
+    comparison = {
+        "teacher_run": os.path.abspath(teacher_folder),
+        "data": os.path.abspath(args.validation or args.train),
+        **compare(task, {"teacher": (teacher, model_path(args.teacher)),
+                         "student": (student, run_dir.file(MODEL_FILE))},
+                  validation if validation is not None else train, preprocessor,
+                  args.batch_size),
+    }
+    run_dir.write_json(COMPARISON_FILE, comparison)
+    print(f"on {args.validation or args.train}:")
+    print("\n".join(comparison_table(comparison)))
+    print(run_dir.path)

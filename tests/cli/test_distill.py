@@ -1,0 +1,91 @@
+"""`kbc distill`: a fine-tuned run distilled into a smaller student whose run directory the
+other commands take, the comparison it writes, and its errors as one line (in a `kbc`
+process of their own)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras_bert_core as kbc_package
+from tests.cli.conftest import DATA, TINY_CONFIG
+
+STUDENT_CONFIG = {**TINY_CONFIG, "hidden_size": 16, "intermediate_size": 32}
+
+
+def run_kbc(*argv):
+    """`kbc ARGS...` in a process of its own: `(exit code, stderr)`."""
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+    process = subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
+                             capture_output=True, text=True, env=environment, timeout=300)
+    return process.returncode, process.stderr
+
+
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if ": error: " in line]
+
+
+def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, classify_run, tmp_path):
+    config = tmp_path / "student.json"
+    config.write_text(json.dumps(STUDENT_CONFIG))
+    unlabeled = tmp_path / "unlabeled.txt"
+    unlabeled.write_text("A superb film.\nThe plot drags on.\nWarm and funny.\nNot worth it.\n")
+    run_dir = tmp_path / "student"
+    result = kbc("distill", "--teacher", classify_run, "--student", config,
+                 "--train", DATA / "sentiment.csv", "--unlabeled", unlabeled,
+                 "--hidden-weight", 1.0, "--attention-weight", 1.0, "--batch-size", 2,
+                 "--epochs", 2, "--learning-rate", 1e-3, "--run-dir", run_dir)
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[-1] == str(run_dir)
+    assert "parameters" in result.out and "accuracy" in result.out
+    for name in ("config.json", "vocab.txt", "model.keras", "metrics.json", "comparison.json",
+                 "curves.png"):
+        assert (run_dir / name).is_file(), name
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["command"] == "distill" and saved["model_config"]["hidden_size"] == 16
+    teacher_settings = json.loads((classify_run / "config.json").read_text())["task"]
+    assert saved["task"] == teacher_settings
+    train = json.loads((run_dir / "metrics.json").read_text())["train"]
+    assert {"loss", "hard_loss", "soft_loss", "hidden_loss", "attention_loss"} <= set(train)
+    comparison = json.loads((run_dir / "comparison.json").read_text())
+    teacher, student = comparison["teacher"], comparison["student"]
+    assert student["parameters"] < teacher["parameters"]
+    assert student["weight_bytes"] < teacher["weight_bytes"]
+    assert student["file_bytes"] < teacher["file_bytes"]
+    assert 0.0 <= student["metrics"]["accuracy"] <= 1.0
+    assert teacher["keras_ms_per_text"] > 0
+
+    evaluated = kbc("evaluate", run_dir, DATA / "sentiment.csv", "--text-column", "review")
+    assert evaluated.code == 0, evaluated.err
+    assert json.loads(evaluated.out)["accuracy"] == student["metrics"]["accuracy"]
+    predicted = kbc("predict", run_dir, "-i", unlabeled)
+    assert predicted.code == 0, predicted.err
+    answers = [json.loads(line) for line in predicted.out.splitlines()]
+    assert len(answers) == 4 and answers[0]["label"] in teacher_settings["label_names"]
+
+
+def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(pretrain_run, tmp_path):
+    code, stderr = run_kbc("distill", "--teacher", pretrain_run, "--train",
+                           DATA / "sentiment.csv", "--run-dir", tmp_path / "run")
+    assert code == 2
+    assert error_lines(stderr) == [
+        f"kbc distill: error: --teacher: {pretrain_run} is a `kbc pretrain` run, not a "
+        "fine-tuned model"], stderr
+    assert "Traceback" not in stderr and not (tmp_path / "run").exists()
+
+
+def test_a_student_with_another_vocabulary_is_one_line(classify_run, tmp_path):
+    folder = tmp_path / "other"
+    folder.mkdir()
+    tokens = (classify_run / "vocab.txt").read_text().splitlines()
+    (folder / "vocab.txt").write_text("\n".join(tokens[:-1] + ["zebra"]) + "\n")
+    config = kbc_package.BertConfig.from_dict({**TINY_CONFIG, "vocab_size": len(tokens)})
+    kbc_package.BertEncoder(config).save(str(folder / "encoder.keras"))
+    code, stderr = run_kbc("distill", "--teacher", classify_run, "--student",
+                           folder / "encoder.keras", "--train", DATA / "sentiment.csv",
+                           "--batch-size", 2, "--run-dir", tmp_path / "run")
+    assert code == 2
+    lines = error_lines(stderr)
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert lines[0].startswith("kbc distill: error: teacher and student vocabularies differ")
+    assert f"first difference at id {len(tokens) - 1}" in lines[0]
