@@ -69,7 +69,8 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     Each text is tokenized from its first `max_text_bytes` bytes only, cut at a UTF-8
     character boundary, as `export_saved_model` cuts them (the tokenizer keeps that many
     bytes of each text after splitting it into bytes): one long text cannot take the app's
-    memory. The file has no batch limit: the app, not a remote client, sizes each call.
+    memory. The SentencePiece tokenizer has no such cut yet: its files tokenize whole
+    texts. The file has no batch limit: the app, not a remote client, sizes each call.
 
     The file is written beside `path` and renamed into place when complete.
 
@@ -156,8 +157,10 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         # Ids in: the tokenizer runs only in Python, to calibrate int8 on ids.
         tflite_preprocessor = preprocessor.with_options(max_text_bytes=max_text_bytes)
     else:
+        # Only tokenizers that cut texts themselves can cut them with TFLite's ops.
+        cut = max_text_bytes if hasattr(preprocessor.tokenizer, "max_text_bytes") else None
         tflite_preprocessor = preprocessor.with_options(tflite_compatible=True,
-                                                        max_text_bytes=max_text_bytes)
+                                                        max_text_bytes=cut)
     signature = "serving_default" if inputs == "text" else "predict_ids"
 
     def convert(static_shape):

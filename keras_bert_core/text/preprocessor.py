@@ -3,8 +3,11 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
 from keras_bert_core.text.packer import BertPacker
+from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.string_batches import cut_texts
+from keras_bert_core.text.tokenizer import BertTokenizer
 from keras_bert_core.text.vocabulary_files import (
     BYTE_PAIR,
     SENTENCEPIECE,
@@ -67,7 +70,9 @@ class BertPreprocessor(keras.layers.Layer):
             no such pipeline (True is an error). None (default): False, or a given
             tokenizer's own.
         max_text_bytes: tokenize only this many first bytes of each text, cut at a
-            character boundary (see `BertTokenizer`); None: whole texts.
+            character boundary (see `BertTokenizer`); None: whole texts. Only the WordPiece
+            tokenizer cuts with TFLite-compatible ops: with the others it needs
+            `tflite_compatible=False`.
         merges: the merges of a BPE vocabulary (a `merges.txt` path or a list of
             `"left right"` strings) when they are not beside its `vocab.json`.
         **kwargs: standard `keras.layers.Layer` arguments.
@@ -144,9 +149,14 @@ class BertPreprocessor(keras.layers.Layer):
         self.static_shape = self.packer.static_shape
         self.tflite_compatible = bool(getattr(self.tokenizer, "tflite_compatible", False))
         self.max_text_bytes = getattr(self.tokenizer, "max_text_bytes", max_text_bytes)
-        # Tokenizers that do not cut texts themselves (BPE) get them cut here.
+        # Tokenizers that do not cut texts themselves (BPE, SentencePiece) get them cut
+        # here, with string ops that TFLite lacks.
         self._cut_texts = (max_text_bytes is not None
                            and not hasattr(self.tokenizer, "max_text_bytes"))
+        if self._cut_texts and self.tflite_compatible:
+            raise ValueError(f"the {self.tokenizer_kind} tokenizer cannot cut texts with "
+                             "TFLite's ops: max_text_bytes must be None with "
+                             "tflite_compatible=True")
         self._tokens = None
         self.built = True
 
@@ -268,9 +278,6 @@ class BertPreprocessor(keras.layers.Layer):
 
 def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes):
     """The tokenizer layer for `vocabulary` (see `BertPreprocessor`)."""
-    from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
-    from keras_bert_core.text.tokenizer import BertTokenizer
-
     if isinstance(vocabulary, keras.layers.Layer):
         kind = tokenizer_kind(vocabulary)
         given = {"lower_case": lower_case, "tflite_compatible": tflite_compatible,
@@ -301,8 +308,6 @@ def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes
         return BertTokenizer(source.vocabulary, lower_case=lower_case,
                              tflite_compatible=bool(tflite_compatible),
                              max_text_bytes=max_text_bytes)
-    from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
-
     options = {k: v for k, v in source.options.items() if k == "keep_accents"}
     return SentencePieceTokenizer(source.vocabulary, lower_case=lower_case,
                                   tflite_compatible=bool(tflite_compatible), **options)

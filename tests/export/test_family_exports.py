@@ -1,6 +1,7 @@
 """Exports of the BERT family's preprocessors (issue 21): RoBERTa's byte-level BPE serves raw
 text from a SavedModel and ids from TFLite (its tokenizer's ops have no TFLite kernels);
-each tokenizer's files travel as assets that rebuild it."""
+ALBERT's SentencePiece serves raw text from both; each tokenizer's files travel as assets
+that rebuild it."""
 
 import importlib.util
 import pathlib
@@ -27,6 +28,7 @@ from keras_bert_core.text.preprocessor import BertPreprocessor
 from tests.export.helpers import ROOT
 
 BPE_DIR = ROOT / "tests" / "text" / "data" / "bpe"
+SPIECE = ROOT / "tests" / "text" / "data" / "sentencepiece" / "spiece.model"
 SEQ_LENGTH = 32
 TEXTS = ["A man is playing a guitar.", "Hello world!", "",
          "Someone performs music on a stage in front of a large audience, for hours."]
@@ -38,13 +40,30 @@ def bpe_preprocessor():
     return BertPreprocessor(str(BPE_DIR / "vocab.json"), seq_length=SEQ_LENGTH)
 
 
+def tiny_classifier(preprocessor, name):
+    keras.utils.set_random_seed(3)
+    config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
+                                   max_position_embeddings=SEQ_LENGTH)
+    return BertClassifier(kbc.BertEncoder(config), num_classes=2, dropout=0.0, name=name)
+
+
 @pytest.fixture(scope="module")
 def bpe_classifier(bpe_preprocessor):
-    keras.utils.set_random_seed(3)
-    config = kbc.BertConfig.preset("tiny", vocab_size=len(bpe_preprocessor.vocabulary),
-                                   max_position_embeddings=SEQ_LENGTH)
-    return BertClassifier(kbc.BertEncoder(config), num_classes=2, dropout=0.0,
-                          name="roberta_like")
+    return tiny_classifier(bpe_preprocessor, "roberta_like")
+
+
+@pytest.fixture(scope="module")
+def spm_preprocessor():
+    return BertPreprocessor(SPIECE, seq_length=SEQ_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def spm_classifier(spm_preprocessor):
+    return tiny_classifier(spm_preprocessor, "albert_like")
+
+
+def probabilities(model, features):
+    return keras.ops.convert_to_numpy(keras.ops.softmax(model(features, training=False)))
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +77,6 @@ def bpe_export(bpe_classifier, bpe_preprocessor, tmp_path_factory):
     return base, export_dir, tf.saved_model.load(export_dir)
 
 
-@pytest.mark.slow
 def test_bpe_saved_model_serves_raw_text(bpe_export, bpe_classifier, bpe_preprocessor):
     _, _, loaded = bpe_export
     served = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
@@ -66,7 +84,6 @@ def test_bpe_saved_model_serves_raw_text(bpe_export, bpe_classifier, bpe_preproc
     np.testing.assert_allclose(served["probabilities"], keras.ops.softmax(logits), atol=1e-5)
 
 
-@pytest.mark.slow
 def test_bpe_saved_model_holds_its_files_as_assets_and_only_serving_ops(
         bpe_export, bpe_preprocessor):
     base, export_dir, loaded = bpe_export
@@ -134,3 +151,49 @@ def test_bpe_tokenizer_converts_only_with_ops_tflite_lacks(bpe_preprocessor):
         converter.allow_custom_ops = True  # so that it lists them rather than fails
         unsupported = unsupported_tflite_ops(tflite_op_types(converter.convert()))
     assert set(BPE_TFLITE_BLOCKING_OPS) <= unsupported
+
+
+def test_sentencepiece_saved_model_serves_raw_text_with_its_model_as_an_asset(
+        spm_classifier, spm_preprocessor, tmp_path):
+    export_dir = export_saved_model(spm_classifier, spm_preprocessor, tmp_path / "export",
+                                    warmup=False)
+    assets = pathlib.Path(export_dir) / "assets"
+    assert sorted(p.name for p in assets.iterdir()) == ["spiece.model",
+                                                       "tokenizer_config.json"]
+    assert (assets / "spiece.model").read_bytes() == SPIECE.read_bytes()
+    rebuilt = BertPreprocessor(assets, seq_length=SEQ_LENGTH)
+    assert (rebuilt.tokenizer_kind, rebuilt.lower_case, rebuilt.tokenizer.keep_accents) == (
+        "sentencepiece", True, False)
+    op_types = saved_model_op_types(export_dir)
+    assert {"SentencepieceOp", "SentencepieceTokenizeOp"} <= op_types
+    assert unsupported_tf_serving_ops(op_types) == set()
+    for path in [pathlib.Path(export_dir) / "saved_model.pb",
+                 *(pathlib.Path(export_dir) / "variables").iterdir()]:
+        assert str(tmp_path).encode() not in path.read_bytes(), path
+    served = tf.saved_model.load(export_dir).signatures["serving_default"](
+        text=tf.constant(TEXTS))
+    np.testing.assert_allclose(
+        served["probabilities"],
+        probabilities(spm_classifier, spm_preprocessor(TEXTS, static_shape=False)), atol=1e-5)
+
+
+def test_sentencepiece_tflite_takes_raw_text(spm_classifier, spm_preprocessor, tmp_path):
+    path = export_tflite(spm_classifier, spm_preprocessor, tmp_path / "albert.tflite")
+    op_types = tflite_op_types(pathlib.Path(path).read_bytes())
+    assert "TFText>FastSentencepieceTokenize" in op_types
+    assert unsupported_tflite_ops(op_types) == set()
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        pytest.skip("ai-edge-litert is not installed: the .tflite file is not run")
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+
+    interpreter = InterpreterWithCustomOps(
+        model_path=str(path), custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    runner = interpreter.get_signature_runner("serving_default")
+    tflite_preprocessor = spm_preprocessor.with_options(tflite_compatible=True)
+    for text in TEXTS:
+        on_device = runner(text=np.array([text.encode()], dtype=object))
+        expected = probabilities(spm_classifier,
+                                 tflite_preprocessor([text], static_shape=False))
+        np.testing.assert_allclose(on_device["probabilities"], expected, atol=1e-5,
+                                   err_msg=text)
