@@ -8,6 +8,14 @@ from keras_bert_core.models.distiller import (
     make_distilbert_student,
 )
 from keras_bert_core.models.encoder import BertEncoder
+from keras_bert_core.models.lora import (
+    LoraSummary,
+    enable_lora,
+    load_lora_weights,
+    lora_summary,
+    merge_lora,
+    save_lora_weights,
+)
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.pretrainer import BertPretrainer
 from keras_bert_core.models.span_labeler import BertSpanLabeler
@@ -16,4 +24,6 @@ from keras_bert_core.models.token_classifier import BertTokenClassifier
 
 __all__ = ["BertEncoder", "BertClassifier", "BertMultipleChoice", "BertPretrainer",
            "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
-           "check_vocabularies", "distillation_kl", "make_distilbert_student"]
+           "check_vocabularies", "distillation_kl", "make_distilbert_student",
+           "enable_lora", "save_lora_weights", "load_lora_weights", "merge_lora",
+           "lora_summary", "LoraSummary"]
