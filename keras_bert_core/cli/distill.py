@@ -15,13 +15,11 @@ import time
 from keras_bert_core.cli import UserError, training_environment
 from keras_bert_core.cli.common import (
     MODEL_FILE,
-    VOCAB_FILE,
     TrainingOptions,
     add_training_options,
     compile_for_training,
     model_path,
     positive_int,
-    read_vocab,
     run_directory_of,
     say,
     training_scope,
@@ -88,13 +86,20 @@ def _load_teacher(path):
 
 
 def _student_vocabulary(path):
-    """The vocab.txt that comes with pretrained student weights, or None."""
+    """`(tokens, where)` of the vocabulary that comes with pretrained student weights (in
+    their folder: WordPiece, BPE or SentencePiece files), or None."""
+    from keras_bert_core.text import BertPreprocessor
+    from keras_bert_core.text.vocabulary_files import find_vocabulary
+
     folder = run_directory_of(path) or (path if os.path.isdir(path) else os.path.dirname(path))
-    candidate = os.path.join(folder, VOCAB_FILE)
-    return candidate if os.path.isfile(candidate) else None
+    try:
+        source = find_vocabulary(folder or ".")
+    except ValueError:  # no vocabulary there: the weights' vocab_size is checked instead
+        return None
+    return BertPreprocessor(folder or ".", seq_length=8).vocabulary, source.vocabulary
 
 
-def _check_student_vocabulary(choice, vocab, vocab_path):
+def _check_student_vocabulary(choice, teacher_vocabulary, teacher_run):
     """Pretrained student weights must come with the teacher's vocabulary (when they come
     with one at all: else their vocab_size is checked once loaded)."""
     from keras_bert_core.models import check_vocabularies
@@ -102,12 +107,13 @@ def _check_student_vocabulary(choice, vocab, vocab_path):
     if choice == FROM_TEACHER or choice in PRESETS or not os.path.exists(choice) \
             or choice.endswith(".json"):
         return
-    student_vocab = _student_vocabulary(choice)
-    if student_vocab is not None:
+    found = _student_vocabulary(choice)
+    if found is not None:
         try:
-            check_vocabularies(vocab, read_vocab(student_vocab))
+            check_vocabularies(teacher_vocabulary, found[0])
         except ValueError as e:
-            raise UserError(f"{e} ({vocab_path} vs {student_vocab})") from None
+            raise UserError(f"{e} (the teacher's in {teacher_run}, the student's "
+                            f"{found[1]})") from None
 
 
 def _student(args, task, teacher):
@@ -276,9 +282,7 @@ def run(args):
     RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
     teacher, task, preprocessor = _load_teacher(args.teacher)
     teacher_folder = run_directory_of(args.teacher)
-    vocab_path = os.path.join(teacher_folder, VOCAB_FILE)
-    vocab = read_vocab(vocab_path)
-    _check_student_vocabulary(args.student, vocab, vocab_path)
+    _check_student_vocabulary(args.student, preprocessor.vocabulary, teacher_folder)
     task.settings.update(data_settings(args))
     train = task.load(args.train)
     validation = task.load(args.validation) if args.validation else None
@@ -299,7 +303,13 @@ def run(args):
         f"{steps_per_epoch} steps an epoch")
     run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
     run_dir.write_config(args, student.encoder.config, task.settings)
-    run_dir.write_vocab(vocab)
+    # The teacher's vocabulary files, of whatever tokenizer (runs written before
+    # `write_tokenizer` existed hold WordPiece's vocab.txt alone).
+    write_tokenizer = getattr(run_dir, "write_tokenizer", None)
+    if write_tokenizer is not None:
+        write_tokenizer(preprocessor.tokenizer)
+    else:
+        run_dir.write_vocab(preprocessor.vocabulary)
     run_dir.fit(distiller, dataset, args.epochs, steps_per_epoch,
                 backup_every=args.backup_every)
     run_dir.save_model(student)

@@ -1,16 +1,45 @@
 """`kbc distill`: a fine-tuned run distilled into a smaller student whose run directory the
 other commands take, the comparison it writes, and its errors as one line (in a `kbc`
-process of their own)."""
+process of their own).
 
+The teacher is a run directory written as `kbc finetune` writes one (`RunDirectory`), of an
+untrained tiny classifier: these tests check the command's wiring, not what it learns
+(tests/models/test_distiller.py does)."""
+
+import argparse
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
 import keras_bert_core as kbc_package
-from tests.cli.conftest import DATA, TINY_CONFIG
+from keras_bert_core.cli.run_dir import RunDirectory
+from tests.cli.conftest import DATA, TINY_CONFIG, VOCAB
 
 STUDENT_CONFIG = {**TINY_CONFIG, "hidden_size": 16, "intermediate_size": 32}
+LABELS = ["negative", "neutral", "positive"]  # sentiment.csv's
+
+
+def write_run(path, command, model=None, task=None):
+    """A run directory as `kbc <command>` writes it."""
+    run = RunDirectory.create(str(path))
+    tokens = VOCAB.read_text().splitlines()
+    config = kbc_package.BertConfig.from_dict({**TINY_CONFIG, "vocab_size": len(tokens)})
+    run.write_config(argparse.Namespace(command=command), config, task)
+    run.write_vocab(tokens)
+    if model is not None:
+        run.save_model(model(kbc_package.BertEncoder(config)))
+    return path
+
+
+@pytest.fixture
+def teacher_run(tmp_path):
+    task = {"name": "classify", "text_column": "review", "seq_length": 32,
+            "lower_case": True, "label_names": LABELS}
+    return write_run(tmp_path / "teacher", "finetune",
+                     lambda encoder: kbc_package.BertClassifier(encoder, len(LABELS)), task)
 
 
 def run_kbc(*argv):
@@ -25,16 +54,17 @@ def error_lines(stderr):
     return [line for line in stderr.splitlines() if ": error: " in line]
 
 
-def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, classify_run, tmp_path):
+@pytest.mark.slow
+def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, teacher_run, tmp_path):
     config = tmp_path / "student.json"
     config.write_text(json.dumps(STUDENT_CONFIG))
     unlabeled = tmp_path / "unlabeled.txt"
     unlabeled.write_text("A superb film.\nThe plot drags on.\nWarm and funny.\nNot worth it.\n")
     run_dir = tmp_path / "student"
-    result = kbc("distill", "--teacher", classify_run, "--student", config,
+    result = kbc("distill", "--teacher", teacher_run, "--student", config,
                  "--train", DATA / "sentiment.csv", "--unlabeled", unlabeled,
                  "--hidden-weight", 1.0, "--attention-weight", 1.0, "--batch-size", 2,
-                 "--epochs", 2, "--learning-rate", 1e-3, "--run-dir", run_dir)
+                 "--epochs", 1, "--run-dir", run_dir)
     assert result.code == 0, result.err
     assert result.out.splitlines()[-1] == str(run_dir)
     assert "parameters" in result.out and "accuracy" in result.out
@@ -43,8 +73,7 @@ def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, classify
         assert (run_dir / name).is_file(), name
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["command"] == "distill" and saved["model_config"]["hidden_size"] == 16
-    teacher_settings = json.loads((classify_run / "config.json").read_text())["task"]
-    assert saved["task"] == teacher_settings
+    assert saved["task"]["label_names"] == LABELS and saved["task"]["seq_length"] == 32
     train = json.loads((run_dir / "metrics.json").read_text())["train"]
     assert {"loss", "hard_loss", "soft_loss", "hidden_loss", "attention_loss"} <= set(train)
     comparison = json.loads((run_dir / "comparison.json").read_text())
@@ -55,16 +84,17 @@ def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, classify
     assert 0.0 <= student["metrics"]["accuracy"] <= 1.0
     assert teacher["keras_ms_per_text"] > 0
 
-    evaluated = kbc("evaluate", run_dir, DATA / "sentiment.csv", "--text-column", "review")
+    evaluated = kbc("evaluate", run_dir, DATA / "sentiment.csv")
     assert evaluated.code == 0, evaluated.err
     assert json.loads(evaluated.out)["accuracy"] == student["metrics"]["accuracy"]
     predicted = kbc("predict", run_dir, "-i", unlabeled)
     assert predicted.code == 0, predicted.err
     answers = [json.loads(line) for line in predicted.out.splitlines()]
-    assert len(answers) == 4 and answers[0]["label"] in teacher_settings["label_names"]
+    assert len(answers) == 4 and answers[0]["label"] in LABELS
 
 
-def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(pretrain_run, tmp_path):
+def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(tmp_path):
+    pretrain_run = write_run(tmp_path / "pretrain", "pretrain")
     code, stderr = run_kbc("distill", "--teacher", pretrain_run, "--train",
                            DATA / "sentiment.csv", "--run-dir", tmp_path / "run")
     assert code == 2
@@ -74,18 +104,19 @@ def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(pretrain_run, tmp_
     assert "Traceback" not in stderr and not (tmp_path / "run").exists()
 
 
-def test_a_student_with_another_vocabulary_is_one_line(classify_run, tmp_path):
+def test_a_student_with_another_vocabulary_is_one_line(teacher_run, tmp_path):
     folder = tmp_path / "other"
     folder.mkdir()
-    tokens = (classify_run / "vocab.txt").read_text().splitlines()
+    tokens = VOCAB.read_text().splitlines()
     (folder / "vocab.txt").write_text("\n".join(tokens[:-1] + ["zebra"]) + "\n")
     config = kbc_package.BertConfig.from_dict({**TINY_CONFIG, "vocab_size": len(tokens)})
     kbc_package.BertEncoder(config).save(str(folder / "encoder.keras"))
-    code, stderr = run_kbc("distill", "--teacher", classify_run, "--student",
+    code, stderr = run_kbc("distill", "--teacher", teacher_run, "--student",
                            folder / "encoder.keras", "--train", DATA / "sentiment.csv",
-                           "--batch-size", 2, "--run-dir", tmp_path / "run")
+                           "--run-dir", tmp_path / "run")
     assert code == 2
     lines = error_lines(stderr)
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
     assert lines[0].startswith("kbc distill: error: teacher and student vocabularies differ")
-    assert f"first difference at id {len(tokens) - 1}" in lines[0]
+    assert f"first difference at id {len(tokens) - 1}: " in lines[0]
+    assert not (tmp_path / "run").exists()
