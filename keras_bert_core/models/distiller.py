@@ -375,9 +375,14 @@ class Distiller(keras.Model):
     def compute_distillation_losses(self, x, y, sample_weight, teacher, student,
                                     teacher_internals=None, student_internals=None,
                                     training=False):
-        """The weighted terms and their total, each the value of this replica (see `_mean`),
-        as a dict: `loss` and the `hard_loss`, `soft_loss`, `hidden_loss`,
-        `attention_loss` that have a weight."""
+        """The loss terms that have a weight (`hard_loss`, `soft_loss`, `hidden_loss`,
+        `attention_loss`) and their weighted total `loss`, as a dict of float32 scalars.
+
+        Under a strategy of several replicas each is this replica's share, such that their
+        mean over the replicas is the loss of the global batch (token means divide by the
+        tokens of every replica); `train_step` divides by the replicas before the gradients
+        are summed. `teacher` and `student` are the models' outputs; the internals (from
+        `encode`) are needed by the hidden-state and attention terms."""
         losses = {}
         total = 0.0
         if self.alpha and y is not None:
