@@ -17,6 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.tasks.serving import ServingTask, offset_at
+from keras_bert_core.text.preprocessor import PACKING
+from keras_bert_core.text.vocabulary_files import tokenizer_kind
 
 
 @dataclasses.dataclass
@@ -100,7 +102,9 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
 
     Args:
         examples: `SquadExample`s.
-        tokenizer: the package's `BertTokenizer` (its offsets map pieces to the context).
+        tokenizer: one of the package's tokenizers (its offsets map pieces to the context);
+            rows are packed as its family packs pairs (RoBERTa: `<s> Q </s></s> C </s>`,
+            one segment id).
         max_seq_length: tokens per window, specials included.
         doc_stride: pieces between the starts of consecutive windows.
         max_query_length: longest question kept, in pieces.
@@ -128,6 +132,8 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
     if not examples:
         raise ValueError("squad_features needs at least one example")
     cls_id, sep_id, pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
+    packing = PACKING[tokenizer_kind(tokenizer)]
+    separators, context_segment = packing["pair_separators"], packing["second_segment_id"]
     questions = tokenizer([example.question for example in examples]).to_list()
     contexts = sorted({example.context for example in examples})
     piece_ids, byte_starts, byte_ends = (
@@ -145,16 +151,17 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
             answer_start = example.answer_starts[0]
             span = _answer_token_span(starts, ends, answer_start,
                                       answer_start + len(example.answers[0]))
-        offset = len(question) + 2  # [CLS] question [SEP]
+        offset = len(question) + 1 + separators  # [CLS] question [SEP] (RoBERTa: </s></s>)
         budget = max_seq_length - offset - 1
         window_start = 0
         while True:
             window_end = min(window_start + budget, len(ids))
             window = slice(window_start, window_end)
-            token_ids = [cls_id, *question, sep_id, *ids[window], sep_id]
+            token_ids = [cls_id, *question, *[sep_id] * separators, *ids[window], sep_id]
             rows["token_ids"].append(_padded(token_ids, max_seq_length, pad_id))
             rows["segment_ids"].append(_padded(
-                [0] * offset + [1] * (len(token_ids) - offset), max_seq_length, 0))
+                [0] * offset + [context_segment] * (len(token_ids) - offset),
+                max_seq_length, 0))
             rows["padding_mask"].append(_padded([1] * len(token_ids), max_seq_length, 0))
             rows["char_starts"].append(_padded([-1] * offset + [*starts[window]],
                                                max_seq_length, -1))
@@ -279,18 +286,22 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
 class SpanQuestionAnswering(ServingTask):
     """The best answer span of `BertSpanLabeler` within the context, and its text.
 
-    The question is the first segment, the context the second. The best span maximizes
+    The question is the first segment, the context the second (found by `packer`, the
+    preprocessor's, in any family's layout). The best span maximizes
     `start_logit + end_logit` over context tokens with `start <= end < start +
     max_answer_length`. A row without context tokens answers index 0 (`[CLS]`) with the
     null score `start_logits[0] + end_logits[0]` and an empty answer.
 
     Args:
+        packer: the preprocessor's `BertPacker`.
         max_answer_length: longest answer, in wordpieces.
 
     Example:
-    >>> task = SpanQuestionAnswering(max_answer_length=2)
+    >>> from keras_bert_core.text.packer import BertPacker
+    >>> task = SpanQuestionAnswering(BertPacker(8, cls_id=2, sep_id=3, pad_id=0),
+    ...                              max_answer_length=2)
     >>> # [CLS] question [SEP] three context pieces [SEP]
-    >>> features = {"segment_ids": tf.constant([[0, 0, 0, 1, 1, 1, 1]]),
+    >>> features = {"token_ids": tf.constant([[2, 9, 3, 10, 11, 12, 3]]),
     ...             "padding_mask": tf.ones([1, 7], tf.int32)}
     >>> logits = {"start_logits": tf.constant([[0.0, 0, 0, 1, 5, 0, 9]]),
     ...           "end_logits": tf.constant([[0.0, 0, 0, 0, 1, 6, 9]])}
@@ -301,8 +312,9 @@ class SpanQuestionAnswering(ServingTask):
 
     text_inputs = ("question", "context")
 
-    def __init__(self, max_answer_length=30):
+    def __init__(self, packer, max_answer_length=30):
         super().__init__(pairs=True)
+        self.packer = packer
         if not isinstance(max_answer_length, int) or max_answer_length < 1:
             raise ValueError(f"max_answer_length must be a positive integer, "
                              f"got {max_answer_length!r}")
@@ -320,9 +332,7 @@ class SpanQuestionAnswering(ServingTask):
     def outputs(self, model_outputs, features):
         start_logits = model_outputs["start_logits"]
         end_logits = model_outputs["end_logits"]
-        # Context tokens: segment 1 but its closing [SEP] (the last real token).
-        context = (features["segment_ids"] == 1) & (features["padding_mask"] > 0)
-        context &= tf.concat([context[:, 1:], tf.zeros_like(context[:, :1])], axis=1)
+        context = self.packer.second_segment_mask(features)
         seq_length = tf.shape(start_logits)[1]
         position = tf.range(seq_length)
         span_length = tf.expand_dims(position, 0) - tf.expand_dims(position, 1)  # [start, end]
@@ -345,8 +355,9 @@ class SpanQuestionAnswering(ServingTask):
 
     def offset_outputs(self, outputs, features, offsets):
         starts, ends = offsets
-        # Context piece k sits at `first + k`, right after the question's [SEP].
-        first = tf.argmax(features["segment_ids"], axis=1, output_type=tf.int32)
+        # Context piece k sits at `first + k`, right after the question's separator(s).
+        first = tf.argmax(tf.cast(self.packer.second_segment_mask(features), tf.int32),
+                          axis=1, output_type=tf.int32)
         found = outputs["start_index"] > 0
         begin = tf.where(found, offset_at(starts, outputs["start_index"] - first), 0)
         end = tf.where(found, offset_at(ends, outputs["end_index"] - first), 0)

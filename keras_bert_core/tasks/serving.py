@@ -160,12 +160,13 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
             raise ValueError(f"label_names has {len(label_names)} names but the model has "
                              f"num_classes={num_classes}")
     if isinstance(model, BertSpanLabeler):
-        return SpanQuestionAnswering(max_answer_length)
+        return SpanQuestionAnswering(preprocessor.packer, max_answer_length)
     if isinstance(model, BertMultipleChoice):
         return MultipleChoice(model.num_choices)
     if isinstance(model, BertTokenClassifier):
         special_ids = (preprocessor.cls_id, preprocessor.sep_id, preprocessor.pad_id)
-        return TokenTagging(preprocessor.vocabulary, special_ids, label_names)
+        return TokenTagging(preprocessor.vocabulary, special_ids, label_names,
+                            continues_word=preprocessor.tokenizer.continues_word)
     if isinstance(model, BertClassifier):
         return Regression(pairs) if num_classes == 1 else Classification(label_names, pairs)
     if isinstance(model, BertEncoder):

@@ -73,7 +73,7 @@ def tagging_features(data, tokenizer, seq_length=128):
 
     Args:
         data: a `TaggingData`.
-        tokenizer: the package's `BertTokenizer`.
+        tokenizer: one of the package's tokenizers.
         seq_length: tokens per row, `[CLS]` and `[SEP]` included.
 
     Returns:
@@ -91,7 +91,10 @@ def tagging_features(data, tokenizer, seq_length=128):
     [-100, 1, 2, -100, 0, -100, -100, -100]
     """
     cls_id, sep_id, pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
-    words = [word for sentence in data.sentences for word in sentence]
+    # Words after the first are tokenized with the space before them, as in the sentence
+    # (byte-level BPE marks word starts by it; WordPiece and SentencePiece drop it).
+    words = [word if index == 0 else " " + word
+             for sentence in data.sentences for index, word in enumerate(sentence)]
     pieces_per_word = iter(tokenizer(words).to_list() if words else [])
     shape = (len(data.sentences), seq_length)
     token_ids = np.full(shape, pad_id, np.int32)
@@ -191,13 +194,15 @@ def answers(data, features, logits, tag_names):
 class TokenTagging(ServingTask):
     """Tags of `BertTokenClassifier`, per wordpiece and per word.
 
-    A word is a wordpiece that does not start with `##` plus the `##` pieces after it; it
-    takes the tag of its first piece (as the tagging data labels words).
+    A word is a piece that starts one (WordPiece: no `##`; BPE: `Ġ`; SentencePiece: `▁`; or
+    the text's first piece) plus the pieces that continue it; it takes the tag of its first
+    piece (as the tagging data labels words).
 
     Args:
         vocabulary: the preprocessor's tokens (index = id).
         special_ids: ids of the tokens that belong to no word (`[CLS]`, `[SEP]`, `[PAD]`).
         label_names: optional tag names, index = tag id.
+        continues_word: the tokenizer's `continues_word(token)`; default WordPiece's.
 
     Example:
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "play", "##ing", "now"]
@@ -209,11 +214,12 @@ class TokenTagging(ServingTask):
     ([[0, 1, 0, 1, 0, 0]], [b'VERB', b'VERB', b'O'])
     """
 
-    def __init__(self, vocabulary, special_ids, label_names=None):
+    def __init__(self, vocabulary, special_ids, label_names=None, continues_word=None):
         super().__init__(pairs=False)
         self.vocabulary = list(vocabulary)
         self.special_ids = tuple(special_ids)
         self.label_names = label_names
+        self.continues_word = continues_word or (lambda token: token.startswith("##"))
 
     def encode(self, preprocessor, texts, static_shape, with_offsets=True):
         if not with_offsets:
@@ -223,8 +229,12 @@ class TokenTagging(ServingTask):
 
     def outputs(self, logits, features):
         tags = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        is_suffix = tf.constant([token.startswith("##") for token in self.vocabulary])
-        word_start = self._in_word(features) & ~tf.gather(is_suffix, features["token_ids"])
+        in_word = self._in_word(features)
+        continues = tf.gather(tf.constant([self.continues_word(t) for t in self.vocabulary]),
+                              features["token_ids"])
+        # The text's first piece starts a word even unmarked (BPE's first word has no Ġ).
+        after_word = tf.concat([tf.zeros_like(in_word[:, :1]), in_word[:, :-1]], axis=1)
+        word_start = in_word & ~(continues & after_word)
         outputs = {"logits": logits, "tags": tags, "word_start": tf.cast(word_start, tf.int32)}
         if self.label_names is not None:
             outputs["tag_names"] = tf.gather(tf.constant(self.label_names), tags)

@@ -161,6 +161,26 @@ class BertPacker(keras.layers.Layer):
             outputs = {name: x[0] for name, x in outputs.items()}
         return outputs
 
+    def second_segment_mask(self, features):
+        """Where a packed pair's second segment is, its closing separator excluded: bool
+        `[batch, length]` from the packed `features` (`token_ids`, `padding_mask`), for any
+        pair layout (segment ids say nothing for RoBERTa, which has one token type).
+
+        >>> packer = BertPacker(8, cls_id=0, sep_id=2, pad_id=1, pair_separators=2,
+        ...                     second_segment_id=0)
+        >>> out = packer((tf.ragged.constant([[7]]), tf.ragged.constant([[8, 9]])))
+        >>> packer.second_segment_mask(out).numpy().astype(int).tolist()
+        [[0, 0, 0, 0, 1, 1, 0, 0]]
+        """
+        token_ids = tf.cast(features["token_ids"], tf.int32)
+        first_separator = tf.argmax(tf.cast(tf.equal(token_ids, self.sep_id), tf.int32),
+                                    axis=1, output_type=tf.int32)
+        length = tf.reduce_sum(tf.cast(features["padding_mask"] > 0, tf.int32), axis=1)
+        # expand_dims, not [:, None]: TFLite cannot convert a new axis of a dynamic shape.
+        position = tf.expand_dims(tf.range(tf.shape(token_ids)[1]), 0)
+        return ((position >= tf.expand_dims(first_separator + self.pair_separators, 1))
+                & (position < tf.expand_dims(length - 1, 1)))
+
     def _trim(self, lengths, room):
         """Number of ids each segment keeps, per example, so that all fit in `room`."""
         if len(lengths) == 1:

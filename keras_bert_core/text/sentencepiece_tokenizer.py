@@ -252,7 +252,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
     ['▁the', '▁fox']
     >>> ids, starts, ends = tokenizer.tokenize_with_offsets(["The  QUICK fox."])
     >>> starts.to_list(), ends.to_list()
-    ([[0, 3, 10, 14]], [[3, 10, 14, 15]])
+    ([[0, 5, 11, 14]], [[3, 10, 14, 15]])
     >>> tokenizer.detokenize(ids).numpy().tolist()
     [b'the quick fox.']
     >>> SentencePieceTokenizer(model, tflite_compatible=True)(["The  QUICK fox."]).to_list()
@@ -362,8 +362,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
         Returns:
             `(token_ids, start_offsets, end_offsets)`: ragged [batch, (pieces)] tensors of
             int32, int64, int64. `inputs[i][start:end]` (in bytes) holds the input
-            characters the piece comes from: a piece that starts with `▁` from the space
-            before its word, a character whose preprocessing gives several characters
+            characters the piece comes from: a piece that starts with `▁` from its word's
+            first character (the spaces before it belong to no piece; a lone `▁` is an
+            empty span where the word starts), a character whose preprocessing gives several
+            characters
             (`ﬁ`) whole, characters that preprocessing removes (combining accents, the
             second quote of a pair) with the piece before them. A `▁` piece that stands
             for the start of the text is an empty span where the first character starts.
@@ -377,8 +379,17 @@ class SentencePieceTokenizer(keras.layers.Layer):
             self._sentencepiece = _sentencepiece_op_tokenizer(self.model)
         chars = _characters(text)
         out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
-        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(
-            _spell(out_chars, out_splits))
+        spelled = _spell(out_chars, out_splits)
+        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(spelled)
+        # A word's first piece (`▁word`) starts at the space before the word; answers and
+        # tagged words start at the word (the space is one byte after preprocessing).
+        piece_text = tf.gather(spelled, ids.value_rowids())
+        first_byte = tf.strings.substr(piece_text, starts.flat_values,
+                                       tf.ones_like(starts.flat_values))
+        before_word = tf.equal(first_byte, " ")
+        starts = starts.with_flat_values(tf.where(
+            before_word & (starts.flat_values < ends.flat_values), starts.flat_values + 1,
+            starts.flat_values))
         starts, ends = _input_offsets(chars, span_ends, out_chars, sources, out_splits, starts,
                                       ends)
         outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
