@@ -16,8 +16,8 @@ from keras_bert_core.errors import CheckpointError, DataError, TrainingError, Us
 # Subcommand name -> (module in this package exposing `add_arguments(parser)` and
 # `run(args)`, one-line summary).
 COMMANDS = {
-    "vocab": ("vocab", "learn a WordPiece vocabulary from text files"),
-    "pretrain": ("pretrain", "pretrain BERT (masked LM + next sentence) on text or TFRecords"),
+    "vocab": ("vocab", "learn a WordPiece, byte-level BPE or SentencePiece vocabulary"),
+    "pretrain": ("pretrain", "pretrain BERT, RoBERTa, ALBERT or DistilBERT on text or TFRecords"),
     "finetune": ("finetune", "fine-tune on a task: classify, pair, squad, ner, choice"),
     "distill": ("distill", "distill a fine-tuned model into a smaller student"),
     "evaluate": ("evaluate", "score a fine-tuned model on labeled data"),
@@ -28,7 +28,7 @@ COMMANDS = {
 }
 
 
-TRAINING_COMMANDS = ("pretrain", "finetune", "demo")
+TRAINING_COMMANDS = ("pretrain", "finetune", "distill", "demo")
 
 
 def training_environment(machine):
@@ -96,7 +96,9 @@ def user_error_message(error):
 
 
 def main(argv=None):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # TensorFlow's C++ start-up lines (even "failed call to cuInit" on machines without a
+    # GPU, logged as an error) are noise to a user; TF_CPP_MIN_LOG_LEVEL set by the user wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

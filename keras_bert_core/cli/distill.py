@@ -8,11 +8,10 @@ comparison.json, the teacher against the student: the task's metrics, parameters
 """
 
 import os
-import platform
 import statistics
 import time
 
-from keras_bert_core.cli import UserError, training_environment
+from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
     MODEL_FILE,
     TrainingOptions,
@@ -269,9 +268,6 @@ def comparison_table(comparison):
 
 
 def run(args):
-    # Before TensorFlow loads, as for the other training commands.
-    for name, value in training_environment(platform.machine()).items():
-        os.environ.setdefault(name, value)
     from keras_bert_core.checkpoints.keras_file import load_model
     from keras_bert_core.models import Distiller
 

@@ -1,0 +1,22 @@
+"""A new user's terminal shows kbc's lines, not TensorFlow's C++ start-up log."""
+
+import os
+import subprocess
+import sys
+
+
+def test_tensorflow_start_up_log_is_silenced_unless_asked_for(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat.\nthe dog sat on the log.\n" * 30)
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "TF_CPP_MIN_LOG_LEVEL"}
+    command = [sys.executable, "-m", "keras_bert_core.cli", "vocab", str(corpus),
+               "--vocab-size", "60", "-o"]
+    quiet = subprocess.run([*command, str(tmp_path / "a.txt")], capture_output=True,
+                           text=True, env=environment, timeout=300)
+    assert quiet.returncode == 0, quiet.stderr
+    # TensorFlow's C++ log lines look like "2026-11-24 07:00:00.000000: I external/...".
+    assert ": I " not in quiet.stderr and ": E " not in quiet.stderr, quiet.stderr
+    loud = subprocess.run([*command, str(tmp_path / "b.txt")], capture_output=True, text=True,
+                          env={**environment, "TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=300)
+    assert loud.returncode == 0 and ": I " in loud.stderr
