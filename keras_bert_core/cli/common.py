@@ -19,13 +19,27 @@ MODEL_FILE = "model.keras"
 VOCAB_FILE = "vocab.txt"
 
 
-def add_vocab_options(parser, seq_length, vocab_help="the WordPiece vocab.txt"):
+VOCAB_HELP = ("the vocabulary: a WordPiece vocab.txt (BERT, DistilBERT), a byte-level BPE "
+              "vocab.json with merges.txt beside it (RoBERTa), a SentencePiece .model "
+              "(ALBERT), or a folder holding one (e.g. from `kbc vocab --kind bpe`)")
+
+
+def add_vocab_options(parser, seq_length, vocab_help=VOCAB_HELP):
     group = parser.add_argument_group("text")
-    group.add_argument("--vocab", metavar="FILE", help=vocab_help)
+    group.add_argument("--vocab", metavar="PATH", help=vocab_help)
     group.add_argument("--seq-length", type=int_at_least(3), default=seq_length,
-                       help="tokens per sequence, [CLS] and [SEP] included")
-    group.add_argument("--cased", action="store_true",
-                       help="keep case and accents (a cased vocabulary); default: uncased")
+                       help="tokens per sequence, [CLS] and [SEP] (<s>, </s>) included")
+    casing = group.add_mutually_exclusive_group()
+    casing.add_argument("--cased", action="store_const", const=True, default=None,
+                        help="keep case and accents (a cased WordPiece or SentencePiece "
+                             "vocabulary). Default: what the vocabulary's folder says "
+                             "(tokenizer_config.json's do_lower_case, e.g. in a Hugging Face "
+                             "checkpoint or a kbc run), else uncased. Byte-level BPE "
+                             "(RoBERTa) is always cased: --cased is accepted and changes "
+                             "nothing there")
+    casing.add_argument("--uncased", dest="cased", action="store_const", const=False,
+                        help="lower-case the text, whatever the vocabulary's folder says "
+                             "(refused with byte-level BPE, which is always cased)")
 
 
 class _Options:
@@ -38,15 +52,16 @@ class _Options:
 @dataclasses.dataclass(frozen=True)
 class ModelOptions(_Options):
     """A model built from scratch or loaded for training (`add_model_options`), and the
-    sequence length it must take (`--seq-length`).
+    sequence length it must take (`--seq-length`). No `preset` and no `config`: the tiny
+    preset.
 
     Example:
-    >>> ModelOptions(seq_length=128).preset
-    'tiny'
+    >>> ModelOptions(seq_length=128, preset="albert_base").preset
+    'albert_base'
     """
 
     seq_length: int
-    preset: str = "tiny"
+    preset: str | None = None
     config: str | None = None
 
 
@@ -74,11 +89,15 @@ tpu_address=None, mixed_precision=None, xla=True)
 
 def add_model_options(parser):
     group = parser.add_argument_group("model (when not starting from a checkpoint)")
-    group.add_argument("--preset", default="tiny", choices=sorted(PRESETS),
-                       help="model size")
+    group.add_argument("--preset", choices=sorted(PRESETS),
+                       help="the architecture and size: BERT's tiny (the default) to large, "
+                            "roberta_*, albert_*, distilbert_base")
     group.add_argument("--config", metavar="JSON",
                        help="a BertConfig JSON (ours, a Hugging Face config.json or a "
-                            "google-research bert_config.json); replaces --preset")
+                            "google-research bert_config.json); alone it replaces --preset, "
+                            "beside --preset its keys override the preset's (e.g. "
+                            "{\"num_layers\": 2, \"hidden_size\": 128} for a small "
+                            "albert_base)")
 
 
 def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1):
@@ -171,19 +190,59 @@ def model_path(path):
 
 
 def find_vocab(vocab, checkpoint=None):
-    """`--vocab`, else the vocab.txt beside (or inside) the checkpoint."""
+    """`--vocab`, else the folder of the checkpoint when it holds vocabulary files of any
+    kind (see `vocabulary_files.find_vocabulary`): a path that `make_preprocessor` takes."""
+    from keras_bert_core.text.vocabulary_files import find_vocabulary
+
     if vocab:
+        if not os.path.exists(vocab):
+            raise UserError(f"--vocab {vocab}: no such file or folder")
         return vocab
     if checkpoint:
-        folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
-        candidate = os.path.join(folder, VOCAB_FILE)
-        if os.path.isfile(candidate):
-            return candidate
-        raise UserError(f"no {VOCAB_FILE} beside the checkpoint {checkpoint}; pass --vocab")
-    raise UserError("no vocabulary given; pass --vocab FILE (learn one with `kbc vocab`)")
+        folder = checkpoint_folder(checkpoint)
+        try:
+            find_vocabulary(folder)
+        except ValueError as e:
+            raise UserError(f"no vocabulary beside the checkpoint {checkpoint} ({e}); pass "
+                            "--vocab") from None
+        return folder
+    raise UserError("no vocabulary given; pass --vocab PATH (learn one with `kbc vocab`)")
+
+
+def checkpoint_folder(checkpoint):
+    """The folder a checkpoint (a folder, a file or a TF checkpoint prefix) lies in."""
+    return checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint) or "."
+
+
+def casing(cased):
+    """`BertPreprocessor`'s `lower_case` for `--cased` (True) / `--uncased` (False) / neither
+    (None: the vocabulary's own setting)."""
+    return None if cased is None else not cased
+
+
+def make_preprocessor(vocab_path, seq_length, cased=None):
+    """The `BertPreprocessor` of a vocabulary path (`find_vocab`): its tokenizer is the one
+    the files are for, packing as that tokenizer's family does."""
+    from keras_bert_core.text import BertPreprocessor
+
+    try:
+        return BertPreprocessor(vocab_path, seq_length=seq_length, lower_case=casing(cased))
+    except ValueError as e:
+        message = str(e)
+        if "BPE" in message and "cased" in message:
+            message = (f"--uncased: {vocab_path} is a byte-level BPE vocabulary (RoBERTa), "
+                       "which is always cased; leave --uncased out")
+        elif vocab_path not in message:
+            message = f"{vocab_path}: {message}"
+        raise UserError(message) from None
+
+
+def vocabulary_size(preprocessor):
+    return preprocessor.tokenizer.vocabulary_size()
 
 
 def read_vocab(path):
+    """The tokens of a WordPiece vocab.txt."""
     from keras_bert_core.text import load_vocabulary
 
     try:
@@ -194,40 +253,91 @@ def read_vocab(path):
 
 def check_fits(config, vocab, vocab_path, seq_length, source):
     """The vocabulary (the one the model was trained with) and the sequence length must fit
-    the model's tables."""
+    the model's tables. `vocab`: a `BertPreprocessor` or a list of tokens."""
+    size = vocabulary_size(vocab) if hasattr(vocab, "tokenizer") else len(vocab)
     try:
-        config.check_fits(len(vocab), seq_length, same_vocabulary=True,
+        config.check_fits(size, seq_length, same_vocabulary=True,
                           vocabulary=vocab_path, seq_length_name="--seq-length", model=source)
     except ValueError as e:
         raise UserError(str(e)) from None
+    if hasattr(vocab, "tokenizer"):
+        check_token_types(config, vocab, vocab_path, source)
+
+
+def check_token_types(config, preprocessor, vocab_path, source):
+    """A model with one token type (RoBERTa) cannot read pairs packed with segment id 1, as
+    a WordPiece or SentencePiece vocabulary packs them."""
+    from keras_bert_core.text.preprocessor import PACKING
+
+    second = PACKING[preprocessor.tokenizer_kind]["second_segment_id"]
+    if 0 < config.type_vocab_size <= second:
+        raise UserError(
+            f"{source} has {config.type_vocab_size} token type(s), but {vocab_path} is a "
+            f"{preprocessor.tokenizer_kind} vocabulary, whose pairs use segment id {second}: "
+            "give it a byte-level BPE vocabulary (vocab.json, as RoBERTa), or a config with "
+            "type_vocab_size 2")
+
+
+def check_same_kind(preprocessor, vocab_path, checkpoint):
+    """`--vocab` given with a checkpoint whose folder holds a vocabulary of another kind
+    (e.g. a WordPiece vocab.txt with a RoBERTa folder) is refused: the model reads the ids
+    of its own tokenizer."""
+    from keras_bert_core.text.vocabulary_files import find_vocabulary
+
+    folder = checkpoint_folder(checkpoint)
+    try:
+        own = find_vocabulary(folder)
+    except ValueError:  # the checkpoint comes without one
+        return
+    if own.kind != preprocessor.tokenizer_kind:
+        raise UserError(
+            f"--vocab {vocab_path} is a {preprocessor.tokenizer_kind} vocabulary, but the "
+            f"checkpoint {checkpoint} comes with a {own.kind} one ({own.vocabulary}); use "
+            "the vocabulary the model was trained with (leave out --vocab)")
 
 
 def new_config(options, vocab_size):
-    """The `BertConfig` of a model built from scratch (`ModelOptions`): `--config` or
-    `--preset`; a new model's `vocab_size` is always the vocabulary's."""
+    """The `BertConfig` of a model built from scratch (`ModelOptions`): `--preset`, with the
+    keys of `--config` over it when both are given, else `--config` alone or the tiny preset;
+    a new model's `vocab_size` is always the vocabulary's."""
+    import json
+
     if not options.config:
-        return BertConfig.preset(options.preset, vocab_size=vocab_size)
+        return BertConfig.preset(options.preset or "tiny", vocab_size=vocab_size)
     try:
         config = BertConfig.from_json(options.config)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+        if options.preset:
+            with open(options.config, encoding="utf-8") as f:
+                config = BertConfig.from_dict({**PRESETS[options.preset], **json.load(f)})
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{options.config}: {e}" if options.config not in str(e)
+                        else str(e)) from None
     return dataclasses.replace(config, vocab_size=vocab_size)
+
+
+def model_source(options):
+    """How `kbc` names a model built from `options` (`ModelOptions`) in its messages."""
+    parts = [f"--preset {options.preset}"] if options.preset else []
+    if options.config:
+        parts.append(f"--config {options.config}")
+    return " ".join(parts) or "--preset tiny"
 
 
 def build_encoder(options, vocab, vocab_path, checkpoint=None):
     """`(encoder, source)`: loaded from `checkpoint` (any supported format or a `kbc` run),
     else new from `options` (`ModelOptions`: `--config`/`--preset`), checked against the
-    vocabulary and `--seq-length`."""
+    vocabulary (a `BertPreprocessor`, or a list of WordPiece tokens) and `--seq-length`."""
     from keras_bert_core.checkpoints import load_checkpoint
     from keras_bert_core.models import BertEncoder
 
+    size = vocabulary_size(vocab) if hasattr(vocab, "tokenizer") else len(vocab)
     if checkpoint:
         source = model_path(checkpoint)
         encoder, config = load_checkpoint(source)
         check_fits(config, vocab, vocab_path, options.seq_length, source)
         return under_global_dtype_policy(encoder), source
-    source = f"--config {options.config}" if options.config else f"--preset {options.preset}"
-    config = new_config(options, len(vocab))
+    source = model_source(options)
+    config = new_config(options, size)
     check_fits(config, vocab, vocab_path, options.seq_length, source)
     return BertEncoder(config), source
 

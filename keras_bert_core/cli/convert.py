@@ -1,18 +1,21 @@
-"""`kbc convert`: a Hugging Face, google-research TF1, Model Garden TF2 or keras-hub
-checkpoint to a `.keras` file that `kbc finetune --checkpoint` and `keras.saving` load."""
+"""`kbc convert`: a Hugging Face (BERT, RoBERTa, ALBERT, DistilBERT), google-research TF1,
+Model Garden TF2 or keras-hub checkpoint to a `.keras` file that `kbc finetune --checkpoint`
+and `keras.saving` load, its vocabulary files copied beside it."""
 
 import os
 import shutil
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import VOCAB_FILE, say, stage
+from keras_bert_core.cli.common import checkpoint_folder, model_path, say, stage
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.files import replaced_when_complete
 
 
 def add_arguments(parser):
-    parser.add_argument("source", help="the checkpoint: a folder, a file, or a TF checkpoint "
-                                       "prefix; its format is detected")
+    parser.add_argument("source", help="the checkpoint: a folder (e.g. a Hugging Face BERT, "
+                                       "RoBERTa, ALBERT or DistilBERT folder, or a kbc run), "
+                                       "a file, or a TF checkpoint prefix; its format is "
+                                       "detected")
     parser.add_argument("output", help="the .keras file to write")
     parser.add_argument("--config", metavar="JSON",
                         help="the BertConfig to use instead of the one stored with the weights "
@@ -34,17 +37,39 @@ def run(args):
             config = BertConfig.from_json(args.config)
         except ValueError as e:
             raise UserError(str(e)) from None
-    fmt = detect_format(args.source)
+    source = model_path(args.source)  # a kbc run: its model.keras (its encoder)
+    fmt = detect_format(source)
     with stage(f"converting the {fmt} checkpoint {args.source}"):
         with replaced_when_complete(args.output) as partial:
-            encoder = convert_checkpoint(args.source, partial, config)
+            encoder = convert_checkpoint(source, partial, config)
     say(f"wrote {args.output}: {encoder.count_params():,} weights, "
         f"{encoder.config.num_layers} layers x {encoder.config.hidden_size}")
-    # Keep the vocabulary with the model, where `kbc finetune --checkpoint` looks for it.
-    folder = args.source if os.path.isdir(args.source) else os.path.dirname(args.source)
-    vocab, copy = os.path.join(folder, VOCAB_FILE), os.path.join(
-        os.path.dirname(os.path.abspath(args.output)), VOCAB_FILE)
-    if os.path.isfile(vocab) and not os.path.exists(copy):
-        shutil.copyfile(vocab, copy)
-        say(f"copied {vocab} to {copy}")
+    _copy_vocabulary(args.source, os.path.dirname(os.path.abspath(args.output)))
     print(args.output)
+
+
+def _copy_vocabulary(source, destination):
+    """Copies the checkpoint's vocabulary files (of any kind, with its
+    tokenizer_config.json) beside the output, where `kbc finetune --checkpoint` looks for
+    them; files already there are left alone."""
+    from keras_bert_core.text.vocabulary_files import (
+        TOKENIZER_CONFIG,
+        VOCABULARY_FILES,
+        find_vocabulary,
+    )
+
+    folder = checkpoint_folder(source)
+    try:
+        kind = find_vocabulary(folder).kind
+    except ValueError:  # a checkpoint without its vocabulary
+        say(f"no vocabulary beside {source}: pass --vocab when fine-tuning the output")
+        return
+    for name in (*VOCABULARY_FILES[kind], TOKENIZER_CONFIG):
+        original, copy = os.path.join(folder, name), os.path.join(destination, name)
+        if not os.path.isfile(original) or os.path.abspath(original) == copy:
+            continue
+        if os.path.exists(copy):
+            say(f"kept the {copy} already there")
+            continue
+        shutil.copyfile(original, copy)
+        say(f"copied {original} to {copy}")

@@ -102,8 +102,9 @@ def _pretrain(run, args, size, corpus, vocab):
     options = TrainingOptions(learning_rate=1e-3, seed=args.seed)  # a tiny model learns fast
     config = BertConfig.preset("tiny", vocab_size=len(vocab),
                                max_position_embeddings=args.seq_length)
+    tokenizer = BertTokenizer(vocab)
     dataset = pretrain.pretraining_data(
-        [corpus], BertTokenizer(vocab), args.seq_length, args.batch_size,
+        [corpus], tokenizer, args.seq_length, args.batch_size,
         max_predictions=round(0.15 * args.seq_length), seed=args.seed)
     with training_scope(options, training_strategy(options)):
         model = BertPretrainer(BertEncoder(config))
@@ -111,7 +112,7 @@ def _pretrain(run, args, size, corpus, vocab):
                              size["pretrain_epochs"] * size["steps_per_epoch"])
     pretrain_run = RunDirectory.create(run.file("pretrain"))
     pretrain_run.write_config(args, config)
-    pretrain_run.write_vocab(vocab)
+    pretrain_run.write_tokenizer(tokenizer)
     start = time.perf_counter()
     pretrain.train(pretrain_run, model, dataset, size["pretrain_epochs"],
                    size["steps_per_epoch"], checkpoint_every=size["pretrain_epochs"])
@@ -140,7 +141,7 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
                              size["finetune_epochs"] * (rows // args.batch_size))
     finetune_run = RunDirectory.create(run.file("finetune"))
     finetune_run.write_config(args, encoder.config, task.settings)
-    finetune_run.write_vocab(vocab)
+    finetune_run.write_tokenizer(preprocessor.tokenizer)
     # Topics are uneven (network docstrings outnumber the others) and differ between the
     # train and held-out modules: balanced class weights keep the classifier from simply
     # learning the training mix.

@@ -1,6 +1,8 @@
 """`kbc export`: a fine-tuned model as a SavedModel (TF Serving) and/or TFLite files, both
-taking raw text."""
+taking raw text (RoBERTa's TFLite files take token ids: its byte-level BPE tokenizer has no
+TFLite ops)."""
 
+import contextlib
 import os
 
 from keras_bert_core.cli import UserError
@@ -71,23 +73,48 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
     from keras_bert_core.export import export_saved_model, export_tflite
 
     options = _task_options(task)
+    tflite_inputs = tflite_input_kind(preprocessor)
     written = []
     text_limit = {key: value for key, value in (limits or {}).items()
                   if key == "max_text_bytes"}
     if "saved_model" in formats:
-        with stage("writing the SavedModel"):
+        with stage("writing the SavedModel"), _refusal("the SavedModel"):
             written.append(export_saved_model(
                 model, preprocessor, output if name else os.path.join(output, "saved_model"),
                 name=name, **options, **(limits or {})))
     if "tflite" in formats:
+        if tflite_inputs == "ids":
+            say("a byte-level BPE (RoBERTa) tokenizer has no TFLite ops: the .tflite files "
+                "take token_ids, segment_ids and padding_mask (the app tokenizes, e.g. with "
+                "Hugging Face tokenizers); the SavedModel takes text")
         for variant in tflite_variants:
-            with stage(f"converting to TFLite ({variant} weights)"):
+            with stage(f"converting to TFLite ({variant} weights)"), _refusal(
+                    f"the {variant} .tflite file"):
                 written.append(export_tflite(
                     model, preprocessor, os.path.join(output, tflite_file(variant)),
-                    quantize=TFLITE_VARIANTS[variant], **options, **text_limit,
+                    quantize=TFLITE_VARIANTS[variant], inputs=tflite_inputs, **options,
+                    **text_limit,
                     calibration_texts=calibration if variant == "int8" else None,
                     static_shape=True if tflite_fixed_shape else None))
     return {path: _size(path) for path in written}
+
+
+@contextlib.contextmanager
+def _refusal(what):
+    """The exporters' refusals (an op outside the allowlist, an option that does not fit
+    the model) as one line naming the file that could not be written."""
+    try:
+        yield
+    except ValueError as e:
+        raise UserError(f"cannot write {what}: {e}") from None
+
+
+def tflite_input_kind(preprocessor):
+    """What the `.tflite` files take: "text", or "ids" for byte-level BPE (RoBERTa), whose
+    tokenizer needs ops that TFLite lacks (see `export_tflite`)."""
+    from keras_bert_core.text.vocabulary_files import BYTE_PAIR
+
+    return "ids" if preprocessor.tokenizer_kind == BYTE_PAIR else "text"
 
 
 def text_inputs(model, task, preprocessor):
@@ -146,6 +173,10 @@ def _report_int8_agreement(output, tflite_variants, model, preprocessor, task, c
                            limits):
     from keras_bert_core.export import export_tflite
 
+    if tflite_input_kind(preprocessor) == "ids":
+        say("int8: files that take ids are not compared with float32 here; check their "
+            "outputs against the SavedModel's")
+        return
     float_path = os.path.join(output, tflite_file("float32"))
     with stage("checking the int8 labels against float32"):
         if "float32" not in tflite_variants:  # a reference, not kept

@@ -9,10 +9,11 @@ from keras_bert_core.cli.common import (
     add_training_options,
     add_vocab_options,
     build_encoder,
+    check_same_kind,
     compile_for_training,
     find_vocab,
+    make_preprocessor,
     positive_int,
-    read_vocab,
     say,
     training_scope,
     training_strategy,
@@ -37,11 +38,16 @@ def add_arguments(parser):
     data.add_argument("--tfds-data-dir", metavar="DIR", help="where TFDS keeps its data")
     add_data_options(parser)
     add_vocab_options(parser, seq_length=128,
-                      vocab_help="the vocab.txt (default: the one beside --checkpoint)")
+                      vocab_help="the vocabulary: a WordPiece vocab.txt, a byte-level BPE "
+                                 "vocab.json (merges.txt beside it), a SentencePiece .model, or "
+                                 "a folder holding one (default: the one in --checkpoint's "
+                                 "folder)")
     parser.add_argument("--checkpoint", metavar="PATH",
-                        help="pretrained weights: a Hugging Face folder, a google-research "
-                             "or Model Garden checkpoint, a .keras file or a kbc run; "
-                             "default: a new model from --preset/--config")
+                        help="pretrained weights: a Hugging Face folder (BERT, RoBERTa, "
+                             "ALBERT, DistilBERT), a google-research or Model Garden "
+                             "checkpoint, a .keras file or a kbc run; the model's family "
+                             "brings its own classification head and packing. Default: a "
+                             "new model from --preset/--config")
     add_model_options(parser)
     add_training_options(parser, batch_size=32, learning_rate=5e-5)
     parser.add_argument("--epochs", type=positive_int, default=3,
@@ -112,7 +118,6 @@ def _load_data(args, task, learn_labels=True):
 def run(args):
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
-    from keras_bert_core.text import BertPreprocessor
 
     saved = None
     if args.resume:
@@ -125,13 +130,16 @@ def run(args):
     inputs = [args.train, args.validation, args.vocab, args.checkpoint, args.config]
     if not args.resume:
         RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
+    # The tokenizer the vocabulary files are for (a resumed run: the run's own files).
+    vocab_path = find_vocab(args.vocab, args.checkpoint)
+    preprocessor = make_preprocessor(vocab_path, args.seq_length, args.cased)
+    if args.vocab and args.checkpoint:
+        check_same_kind(preprocessor, vocab_path, args.checkpoint)
     # A resumed run keeps the labels it learned: the model's outputs are numbered by them.
     task = TASKS[args.task](saved["task"] if saved else {
-        **data_settings(args), "seq_length": args.seq_length, "lower_case": not args.cased})
+        **data_settings(args), "seq_length": args.seq_length,
+        "lower_case": preprocessor.lower_case})
     train, validation = _load_data(args, task, learn_labels=not args.resume)
-    vocab_path = find_vocab(args.vocab, args.checkpoint)
-    vocab = read_vocab(vocab_path)
-    preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length, lower_case=not args.cased)
     train_dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                        seed=args.seed)
     steps_per_epoch = rows // args.batch_size
@@ -142,8 +150,8 @@ def run(args):
         if saved:  # the weights come from the run's backup
             encoder, source = BertEncoder(BertConfig.from_dict(saved["model_config"])), path
         else:
-            encoder, source = build_encoder(ModelOptions.from_args(args), vocab, vocab_path,
-                                            args.checkpoint)
+            encoder, source = build_encoder(ModelOptions.from_args(args), preprocessor,
+                                            vocab_path, args.checkpoint)
         model = task.build_model(encoder)
         compile_for_training(model, training, args.epochs * steps_per_epoch)
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
@@ -152,7 +160,7 @@ def run(args):
     else:
         run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
         run_dir.write_config(args, encoder.config, task.settings)
-        run_dir.write_vocab(vocab)
+        run_dir.write_tokenizer(preprocessor.tokenizer)
     metrics = finetune(run_dir, task, model, train_dataset, args.epochs, steps_per_epoch,
                        (validation, preprocessor, args.batch_size) if validation else None,
                        backup_every=args.backup_every)

@@ -109,7 +109,9 @@ def load_tflite(path):
     runner = interpreter.get_signature_runner()
     details = runner.get_input_details()
     if any(name not in EXPORT_INPUTS for name in details):
-        raise UserError(f"{path} takes {sorted(details)}, not text; predict reads text")
+        raise UserError(f"{path} takes {sorted(details)}, not text (e.g. a RoBERTa file, "
+                        "whose app tokenizes); predict reads text: give it the SavedModel "
+                        "or the run")
     return runner, [name for name in EXPORT_INPUTS if name in details]
 
 

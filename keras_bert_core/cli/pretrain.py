@@ -11,15 +11,19 @@ from keras_bert_core.cli.common import (
     add_vocab_options,
     build_encoder,
     check_fits,
+    check_same_kind,
     compile_for_training,
     find_vocab,
+    make_preprocessor,
     model_path,
+    model_source,
+    new_config,
     positive_int,
-    read_vocab,
     say,
     training_scope,
     training_strategy,
     under_global_dtype_policy,
+    vocabulary_size,
 )
 from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
 
@@ -32,7 +36,13 @@ def add_arguments(parser):
         "inputs", nargs="*", metavar="FILE",
         help="text files or globs (one sentence a line, a blank line between documents), "
              "or .tfrecord shards written by write_pretraining_tfrecords")
-    add_vocab_options(parser, seq_length=128)
+    add_vocab_options(parser, seq_length=128,
+                      vocab_help="the vocabulary: a WordPiece vocab.txt (BERT, DistilBERT), a "
+                                 "byte-level BPE vocab.json with merges.txt beside it "
+                                 "(RoBERTa), a SentencePiece .model (ALBERT), or a folder "
+                                 "holding one; learn one with `kbc vocab --kind`. Rows are "
+                                 "packed as its family packs them. Default: the one in "
+                                 "--checkpoint's folder")
     parser.add_argument("--max-predictions", type=positive_int,
                         help="masked-LM predictions per sequence (default: 15%% of "
                              "--seq-length)")
@@ -45,8 +55,11 @@ def add_arguments(parser):
     parser.add_argument("--pair-task", choices=PAIR_TASKS,
                         help="the task on sentence pairs: next_sentence (BERT; B follows A "
                              "or is random), sentence_order (ALBERT; B follows A, half the "
-                             "pairs swapped), or none: masked LM only (default: "
-                             "next_sentence)")
+                             "pairs swapped), or none: masked LM only (RoBERTa; the only "
+                             "choice for DistilBERT, which has no pooler for a pair head). "
+                             "Default: a new model's family's own (next_sentence for BERT, "
+                             "sentence_order for ALBERT, none for RoBERTa and DistilBERT); "
+                             "next_sentence with --checkpoint")
     parser.add_argument("--no-next-sentence", dest="next_sentence", action="store_false",
                         help="the same as --pair-task none: masked LM only, as RoBERTa: no "
                              "pair head, and each row of text input is one run of "
@@ -64,17 +77,33 @@ def add_arguments(parser):
     add_run_options(parser)
 
 
-def resolve_pair_task(args):
+# The pair task each family pretrains with: the default for a new model of that family.
+FAMILY_PAIR_TASKS = {"bert": "next_sentence", "albert": "sentence_order", "roberta": "none",
+                     "distilbert": "none"}
+
+
+def resolve_pair_task(args, family=None):
     """Sets `args.pair_task` ("next_sentence", "sentence_order" or "none") from
     `--pair-task` and `--no-next-sentence`, and `args.next_sentence` to whether there is a
-    pair head; refuses the two options when they disagree."""
-    if args.pair_task is None:  # also a run saved before --pair-task existed
-        args.pair_task = "next_sentence" if args.next_sentence else "none"
+    pair head; refuses the two options when they disagree. Neither given: the task of the
+    new model's `family` (`FAMILY_PAIR_TASKS`), else next_sentence (a checkpoint, and runs
+    saved before --pair-task existed)."""
+    if args.pair_task is None:
+        args.pair_task = (FAMILY_PAIR_TASKS.get(family, "next_sentence") if args.next_sentence
+                          else "none")
     elif not args.next_sentence and args.pair_task != "none":
         raise UserError(f"--no-next-sentence (masked LM only) contradicts --pair-task "
                         f"{args.pair_task}; give one of them")
     args.next_sentence = args.pair_task != "none"
     return args
+
+
+def check_pair_task(config, pair_task, source):
+    """A pair task needs the pooler its head reads; DistilBERT has none."""
+    if pair_task != "none" and not config.pooler:
+        raise UserError(f"--pair-task {pair_task} needs a pooler for its head, and {source} "
+                        f"({config.family}) has none: pretrain it with --pair-task none "
+                        "(masked LM only)")
 
 
 def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
@@ -141,14 +170,14 @@ def run(args):
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
     from keras_bert_core.models.pretrainer import BertPretrainer
-    from keras_bert_core.text import BertTokenizer
 
     if args.resume:
         # Runs saved before --no-next-sentence existed had the next-sentence head.
         args, saved = resumed_arguments(args, older_defaults={"next_sentence": True})
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
-    resolve_pair_task(args)
+    if args.pair_task is not None or args.resume:  # a new model's default waits for its family
+        resolve_pair_task(args)
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
@@ -156,22 +185,31 @@ def run(args):
     if not args.resume:
         run_dir.claim(args.overwrite, inputs)  # before the slow part
     vocab_path = find_vocab(args.vocab, args.checkpoint)
-    vocab = read_vocab(vocab_path)
+    preprocessor = make_preprocessor(vocab_path, args.seq_length, args.cased)
+    if args.vocab and args.checkpoint:
+        check_same_kind(preprocessor, vocab_path, args.checkpoint)
+    options = ModelOptions.from_args(args)
+    if not args.resume and not args.checkpoint:  # fail before reading the corpus
+        config = new_config(options, vocabulary_size(preprocessor))
+        resolve_pair_task(args, config.family)
+        check_pair_task(config, args.pair_task, model_source(options))
+    resolve_pair_task(args)
     max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
-    tokenizer = BertTokenizer(vocab, lower_case=not args.cased)
-    dataset = pretraining_data(args.inputs, tokenizer, args.seq_length, args.batch_size,
-                               max_predictions, args.whole_word_masking, args.seed,
-                               args.pair_task, args.max_ngram)
+    dataset = pretraining_data(args.inputs, preprocessor.tokenizer, args.seq_length,
+                               args.batch_size, max_predictions, args.whole_word_masking,
+                               args.seed, args.pair_task, args.max_ngram)
     with training_scope(training, strategy):
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))
+            source = run_dir.path
         elif args.checkpoint:
             source = model_path(args.checkpoint)
             loaded, config = load_pretrainer(source)
-            check_fits(config, vocab, vocab_path, args.seq_length, source)
+            check_fits(config, preprocessor, vocab_path, args.seq_length, source)
             encoder = under_global_dtype_policy(loaded.encoder)
         else:
-            encoder = build_encoder(ModelOptions.from_args(args), vocab, vocab_path)[0]
+            encoder, source = build_encoder(options, preprocessor, vocab_path)
+        check_pair_task(encoder.config, args.pair_task, source)
         pretrainer = BertPretrainer(encoder, next_sentence=args.next_sentence)
         if args.checkpoint:  # (None when resuming)
             # A next-sentence head continuing a masked-LM-only checkpoint has none.
@@ -182,7 +220,7 @@ def run(args):
     if not args.resume:
         run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy, inputs)
         run_dir.write_config(args, pretrainer.encoder.config)
-        run_dir.write_vocab(vocab)
+        run_dir.write_tokenizer(preprocessor.tokenizer)
     metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,
                     args.checkpoint_every, args.backup_every)
     if run_dir.chief:  # which logs the metrics

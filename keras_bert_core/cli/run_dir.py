@@ -1,7 +1,13 @@
 """Run directories: everything one `kbc` training run writes, in one folder.
 
     config.json     the command, its arguments, the model's BertConfig, the task settings
-    vocab.txt       the vocabulary the model reads
+    vocab.txt, or vocab.json + merges.txt, or spiece.model
+                    the vocabulary the model reads: WordPiece, byte-level BPE (RoBERTa)
+                    or SentencePiece (ALBERT), as `vocabulary_files.find_vocabulary` finds
+                    them in the folder
+    tokenizer_config.json
+                    its casing (`do_lower_case`; runs saved before it have vocab.txt
+                    alone, their casing in config.json's task settings or arguments)
     model.keras     the trained model
     metrics.json    the final metrics
     curves.png      loss and accuracy curves (matplotlib, Agg)
@@ -29,7 +35,7 @@ import time
 from keras_bert_core import __version__
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE, say
-from keras_bert_core.files import overlaps, remove, replaced_when_complete
+from keras_bert_core.files import overlaps, partial_path, remove, replaced_when_complete
 
 METRICS_FILE = "metrics.json"
 CURVES_FILE = "curves.png"
@@ -76,8 +82,9 @@ def resumed_arguments(args, older_defaults=None):
     """`(arguments, saved config)` to continue the run in `--run-dir` (`--resume`): the
     arguments it was started with, over this command line's defaults (so options added
     since then have their defaults), then `older_defaults` for runs saved before an option
-    existed whose default has changed. The run's own copy of the vocabulary replaces
-    `--vocab`, and its backup replaces `--checkpoint`."""
+    existed whose default has changed. The run's own copy of the vocabulary (the run
+    folder, where `find_vocabulary` finds its files of any kind) replaces `--vocab`, and
+    its backup replaces `--checkpoint`."""
     if not args.run_dir:
         raise UserError("--resume needs --run-dir, the run to continue")
     run = RunDirectory.open(args.run_dir)
@@ -87,7 +94,7 @@ def resumed_arguments(args, older_defaults=None):
                         f"`kbc {args.command}` run")
     arguments = {**vars(args), **(older_defaults or {}), **saved["arguments"],
                  "run_dir": args.run_dir, "resume": True, "overwrite": False,
-                 "vocab": run.file(VOCAB_FILE), "checkpoint": None}
+                 "vocab": run.path, "checkpoint": None}
     return argparse.Namespace(**arguments), saved
 
 
@@ -190,7 +197,23 @@ class RunDirectory:
         self.write_json(METRICS_FILE, metrics)
 
     @_chief_only
+    def write_tokenizer(self, tokenizer):
+        """Writes the files of `tokenizer` (a tokenizer layer of any kind, or a
+        `BertPreprocessor`'s) with its casing in tokenizer_config.json."""
+        from keras_bert_core.text.vocabulary_files import write_vocabulary_files
+
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
+        partial = partial_path(self.file("tokenizer"))  # each file renamed in once complete
+        os.makedirs(partial)
+        try:
+            for name, written in write_vocabulary_files(tokenizer, partial).items():
+                os.replace(written, self.file(name))
+        finally:
+            remove(partial)
+
+    @_chief_only
     def write_vocab(self, tokens):
+        """Writes a WordPiece vocab.txt (`write_tokenizer` writes any kind)."""
         with replaced_when_complete(self.file(VOCAB_FILE)) as partial:
             with open(partial, "w", encoding="utf-8") as f:
                 f.writelines(token + "\n" for token in tokens)

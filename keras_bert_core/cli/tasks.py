@@ -10,7 +10,7 @@ import os
 import sys
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import MODEL_FILE, VOCAB_FILE, model_path, run_directory_of
+from keras_bert_core.cli.common import MODEL_FILE, model_path, run_directory_of
 from keras_bert_core.cli.run_dir import RunDirectory
 
 # Task options and their defaults; `evaluate` and `predict` default to the training run's.
@@ -379,7 +379,10 @@ def load_finetuned(path):
                         f"continue it with `kbc finetune --resume --run-dir {folder}`")
     task = TASKS[config["task"]["name"]](config["task"])
     model = load_model(model_path(path))
-    preprocessor = BertPreprocessor(os.path.join(folder, VOCAB_FILE),
-                                    seq_length=task.settings["seq_length"],
-                                    lower_case=task.settings["lower_case"])
+    # The run's vocabulary files, of whichever kind (runs saved before other kinds: vocab.txt).
+    try:
+        preprocessor = BertPreprocessor(folder, seq_length=task.settings["seq_length"],
+                                        lower_case=task.settings["lower_case"])
+    except ValueError as e:
+        raise UserError(f"{folder}: {e}" if folder not in str(e) else str(e)) from None
     return model, task, preprocessor

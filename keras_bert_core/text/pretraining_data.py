@@ -35,17 +35,36 @@ import tensorflow as tf
 
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.packer import BertPacker
+from keras_bert_core.text.preprocessor import PACKING
 from keras_bert_core.text.pretraining_pairs import (
     resolve_pair_task,
     seed_stream,
     sentence_pairs,
 )
+from keras_bert_core.text.vocabulary_files import tokenizer_kind
+
+
+def family_packing(tokenizer):
+    """`BertPacker`'s pair options for `tokenizer`'s family, as `BertPreprocessor` packs:
+    RoBERTa's byte-level BPE `<s> A </s></s> B </s>` with one token type, the others
+    `[CLS] A [SEP] B [SEP]`."""
+    return PACKING[tokenizer_kind(tokenizer)]
+
+
+def pairs_seq_length(tokenizer, seq_length, pair_task):
+    """The length `sentence_pairs` fills (it leaves room for `[CLS] A [SEP] B [SEP]`'s
+    three special tokens): one less for RoBERTa's pairs, which have a fourth (`</s></s>`)."""
+    if pair_task is None:
+        return seq_length
+    return seq_length - (family_packing(tokenizer)["pair_separators"] - 1)
 
 
 def packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder, with_pairs):
     """Batches of `(packed_inputs, pair_labels)`, int32 `[B, seq_length]` / `[B]`:
-    `[CLS] A [SEP] B [SEP]`, or `[CLS] A [SEP]` without `with_pairs`."""
-    packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    `[CLS] A [SEP] B [SEP]` (RoBERTa: `<s> A </s></s> B </s>`), or `[CLS] A [SEP]` without
+    `with_pairs`, with the special ids of `tokenizer` (WordPiece, BPE or SentencePiece)."""
+    packer = BertPacker(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                        **family_packing(tokenizer))
 
     def pack(tokens_a, tokens_b, labels):
         return packer((tokens_a, tokens_b) if with_pairs else tokens_a), labels
@@ -112,7 +131,8 @@ def pretraining_dataset(
     `document_buffer_size`; consecutive runs of `window_size` documents are tokenized
     together and each document's "random next" segments come from another document of
     its window. Pairs are shuffled through `shuffle_buffer_size`, batched (remainder
-    dropped), packed as `[CLS] A [SEP] B [SEP]` and masked. With a `seed` the whole
+    dropped), packed as `[CLS] A [SEP] B [SEP]` (RoBERTa: `<s> A </s></s> B </s>`) and
+    masked. With a `seed` the whole
     stream is reproducible (TensorFlow combines op seeds with its global seed, so keep
     that fixed too), and each epoch (each new iterator) still draws new pairs and masks.
     The dataset ends after one pass; add `.repeat()` for more. Under a multi-worker
@@ -121,7 +141,10 @@ def pretraining_dataset(
     Args:
         files: a path or glob, or a list of them, of text files: one sentence per line,
             a blank line between documents.
-        tokenizer: the package's `BertTokenizer` (strings `[N]` -> ragged int32 ids).
+        tokenizer: a tokenizer layer of the package (strings `[N]` -> ragged int32 ids):
+            `BertTokenizer` (BERT, DistilBERT), `BytePairTokenizer` (RoBERTa) or
+            `SentencePieceTokenizer` (ALBERT); rows are packed as its family packs them
+            (`family_packing`) and masked with its special tokens and word markers.
         seq_length: int, the packed length, `[CLS]` and two `[SEP]` included.
         max_predictions_per_seq: int, `P`, the masked-LM slots per sequence.
         batch_size: int.
@@ -168,8 +191,8 @@ def pretraining_dataset(
     """
     pair_task = resolve_pair_task(pair_task, next_sentence)
     pairs = sentence_pairs(
-        files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
-        pair_task,
+        files, tokenizer, pairs_seq_length(tokenizer, seq_length, pair_task), short_seq_prob,
+        seed, document_buffer_size, window_size, pair_task,
     ).shuffle(shuffle_buffer_size, seed=seed)
     masker = MaskedLMMasker(
         tokenizer,

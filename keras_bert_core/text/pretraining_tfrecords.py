@@ -12,7 +12,11 @@ import tensorflow as tf
 
 from keras_bert_core.text.masking import MaskedLMMasker
 from keras_bert_core.text.pretraining_corpus import glob_files
-from keras_bert_core.text.pretraining_data import masked_training_batches, packed_batches
+from keras_bert_core.text.pretraining_data import (
+    masked_training_batches,
+    packed_batches,
+    pairs_seq_length,
+)
 from keras_bert_core.text.pretraining_pairs import resolve_pair_task, sentence_pairs
 
 # Feature names of google-research's pretraining TFRecords, minus the masked-LM fields.
@@ -47,7 +51,8 @@ def write_pretraining_tfrecords(
 
     Args:
         files: a path or glob, or a list of them, of one-sentence-per-line text files.
-        tokenizer: the package's `BertTokenizer`.
+        tokenizer: a tokenizer layer of the package (WordPiece, BPE or SentencePiece);
+            rows are packed as its family packs them.
         output_prefix: path prefix; shards are `{prefix}-00000-of-00004.tfrecord`, ...
         seq_length: int, the packed length.
         num_shards: int.
@@ -90,8 +95,8 @@ def write_pretraining_tfrecords(
     pair_task = resolve_pair_task(pair_task, next_sentence)
     pairs = (
         sentence_pairs(
-            files, tokenizer, seq_length, short_seq_prob, seed, document_buffer_size, window_size,
-            pair_task,
+            files, tokenizer, pairs_seq_length(tokenizer, seq_length, pair_task),
+            short_seq_prob, seed, document_buffer_size, window_size, pair_task,
         )
         .repeat(dupe_factor)
         .shuffle(shuffle_buffer_size, seed=seed)

@@ -11,8 +11,8 @@ from keras_bert_core.models import BertClassifier
 from tests.cli.conftest import DATA, VOCAB
 from tests.training.toys import cluster_environments, read_output, run_module
 
-RUN_FILES = {"config.json", "vocab.txt", "model.keras", "metrics.json", "metrics.jsonl",
-             "curves.png", "checkpoints", "logs", "backup"}
+RUN_FILES = {"config.json", "vocab.txt", "tokenizer_config.json", "model.keras", "metrics.json",
+             "metrics.jsonl", "curves.png", "checkpoints", "logs", "backup"}
 
 
 def run_workers(*argv):
