@@ -46,6 +46,7 @@ from keras_bert_core.text.bpe_vocabulary import (
     load_bpe_merges,
     load_bpe_vocabulary,
 )
+from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
@@ -87,7 +88,7 @@ _NO_MERGE = 2**31 - 1
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BytePairTokenizer(keras.layers.Layer):
+class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
     """Byte-level BPE tokenizer (RoBERTa, GPT-2) that runs inside the TensorFlow graph.
 
     Strings go in, token ids come out, with the ids of Hugging Face `tokenizers` set up as
@@ -119,6 +120,10 @@ class BytePairTokenizer(keras.layers.Layer):
     >>> tokenizer.detokenize(ids).numpy().tolist()
     [b'Now the  now', b'']
     """
+
+    # RoBERTa's: <s> and </s> take [CLS]'s and [SEP]'s places.
+    SPECIAL_TOKENS = {"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>",
+                      "unk": "<unk>"}
 
     def __init__(self, vocabulary, merges, **kwargs):
         kwargs.setdefault("dtype", "int32")
@@ -197,27 +202,10 @@ class BytePairTokenizer(keras.layers.Layer):
             raise KeyError(f"Id {token_id} is not in the vocabulary.")
         return self._tokens[token_id]
 
-    @property
-    def cls_id(self):
-        """Id of `<s>`, which starts a sequence (BERT's `[CLS]`)."""
-        return self.token_to_id("<s>")
 
-    @property
-    def sep_id(self):
-        """Id of `</s>`, which ends a segment (BERT's `[SEP]`)."""
-        return self.token_to_id("</s>")
 
-    @property
-    def pad_id(self):
-        return self.token_to_id("<pad>")
 
-    @property
-    def mask_id(self):
-        return self.token_to_id("<mask>")
 
-    @property
-    def unk_id(self):
-        return self.token_to_id("<unk>")
 
     def call(self, inputs):
         """Tokenizes strings.

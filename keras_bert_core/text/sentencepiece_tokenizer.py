@@ -60,6 +60,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
+from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
 from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
 
@@ -219,7 +220,7 @@ def _read_model(model):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class SentencePieceTokenizer(keras.layers.Layer):
+class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
     """SentencePiece tokenizer with ALBERT's preprocessing, inside the TensorFlow graph.
 
     Strings go in, piece ids come out: in a `tf.data` pipeline, in a `tf.function`, in an
@@ -258,6 +259,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
     >>> SentencePieceTokenizer(model, tflite_compatible=True)(["The  QUICK fox."]).to_list()
     [[5, 6, 7, 10]]
     """
+
+    # ALBERT's.
+    SPECIAL_TOKENS = {"cls": "[CLS]", "sep": "[SEP]", "pad": "<pad>", "mask": "[MASK]",
+                      "unk": "<unk>"}
 
     def __init__(self, model, lower_case=True, keep_accents=False, tflite_compatible=False,
                  **kwargs):
@@ -307,25 +312,10 @@ class SentencePieceTokenizer(keras.layers.Layer):
             raise KeyError(f"Id {token_id} is outside the model's {len(self._pieces)} pieces.")
         return self._pieces[token_id]
 
-    @property
-    def cls_id(self):
-        return self.token_to_id("[CLS]")
 
-    @property
-    def sep_id(self):
-        return self.token_to_id("[SEP]")
 
-    @property
-    def pad_id(self):
-        return self.token_to_id("<pad>")
 
-    @property
-    def mask_id(self):
-        return self.token_to_id("[MASK]")
 
-    @property
-    def unk_id(self):
-        return self.token_to_id("<unk>")
 
     def call(self, inputs):
         """Tokenizes strings.

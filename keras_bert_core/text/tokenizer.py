@@ -53,6 +53,7 @@ from keras_bert_core.text.character_table import (
     WHITESPACE_CHAR,
     WORD_CHAR,
 )
+from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import (
     as_batch,
     cut_texts,
@@ -70,7 +71,7 @@ _PLAIN_ASCII = r"[\x20-\x7e\t\n\r]*"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BertTokenizer(keras.layers.Layer):
+class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
     """BERT WordPiece tokenizer that runs inside the TensorFlow graph.
 
     Strings go in, wordpiece ids come out: in a `tf.data` pipeline, in a `tf.function`,
@@ -176,25 +177,10 @@ class BertTokenizer(keras.layers.Layer):
             raise KeyError(f"Id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
         return self.vocabulary[token_id]
 
-    @property
-    def pad_id(self):
-        return self._token_ids["[PAD]"]
 
-    @property
-    def unk_id(self):
-        return self._token_ids["[UNK]"]
 
-    @property
-    def cls_id(self):
-        return self._token_ids["[CLS]"]
 
-    @property
-    def sep_id(self):
-        return self._token_ids["[SEP]"]
 
-    @property
-    def mask_id(self):
-        return self._token_ids["[MASK]"]
 
     def call(self, inputs):
         """Tokenizes strings.
