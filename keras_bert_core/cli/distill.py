@@ -299,13 +299,7 @@ def run(args):
         f"{steps_per_epoch} steps an epoch")
     run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
     run_dir.write_config(args, student.encoder.config, task.settings)
-    # The teacher's vocabulary files, of whatever tokenizer (runs written before
-    # `write_tokenizer` existed hold WordPiece's vocab.txt alone).
-    write_tokenizer = getattr(run_dir, "write_tokenizer", None)
-    if write_tokenizer is not None:
-        write_tokenizer(preprocessor.tokenizer)
-    else:
-        run_dir.write_vocab(preprocessor.vocabulary)
+    run_dir.write_tokenizer(preprocessor.tokenizer)  # the teacher's files, of any kind
     run_dir.fit(distiller, dataset, args.epochs, steps_per_epoch,
                 backup_every=args.backup_every)
     run_dir.save_model(student)
