@@ -120,7 +120,7 @@ def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1)
     group.add_argument("--seed", type=int, default=0, help="random seed")
 
 
-def add_run_options(parser):
+def add_run_options(parser, resumable=True):
     group = parser.add_argument_group("output")
     group.add_argument("--run-dir", metavar="DIR",
                        help="where to write the run (default: runs/<command>-<time>)")
@@ -130,9 +130,18 @@ def add_run_options(parser):
                        help="back up the training state every this many steps (and at "
                             "every epoch end), keeping the two newest: a killed run loses "
                             "at most this many steps")
+    if not resumable:
+        return
     group.add_argument("--resume", action="store_true",
                        help="continue the run in --run-dir from its newest backup, with the "
                             "arguments it was started with")
+
+
+def full_batches(rows, batch_size, data="the training data"):
+    """Full batches in `rows`; fewer rows than one batch is the user's error."""
+    if rows < batch_size:
+        raise UserError(f"{data} has {rows} rows, fewer than --batch-size {batch_size}")
+    return rows // batch_size
 
 
 def positive_int(text):

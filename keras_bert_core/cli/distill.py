@@ -15,8 +15,10 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
     MODEL_FILE,
     TrainingOptions,
+    add_run_options,
     add_training_options,
     compile_for_training,
+    full_batches,
     model_path,
     positive_int,
     run_directory_of,
@@ -68,13 +70,7 @@ def add_arguments(parser):
     add_training_options(parser, batch_size=32, learning_rate=5e-5)
     parser.add_argument("--epochs", type=positive_int, default=3,
                         help="passes over the training data (and --unlabeled)")
-    output = parser.add_argument_group("output")
-    output.add_argument("--run-dir", metavar="DIR",
-                        help="where to write the run (default: runs/distill-<time>)")
-    output.add_argument("--overwrite", action="store_true",
-                        help="replace an existing run directory")
-    output.add_argument("--backup-every", type=positive_int, default=50, metavar="STEPS",
-                        help="back up the training state every this many steps")
+    add_run_options(parser, resumable=False)
 
 
 def _load_teacher(path):
@@ -194,20 +190,14 @@ def _training_data(args, task, train, preprocessor):
 
     labeled, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                  seed=args.seed)
-    steps = rows // args.batch_size
-    if steps == 0:
-        raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
-                        f"{args.batch_size}")
+    steps = full_batches(rows, args.batch_size)
     labeled_spec = labeled.element_spec[1]
     labeled = labeled.map(lambda x, y: (x, y, tf.ones([args.batch_size], tf.float32)))
     if not args.unlabeled:
         return labeled, steps, rows
     unlabeled, unlabeled_rows = _unlabeled_batches(
         task, args.unlabeled, preprocessor, args.batch_size, args.seed, labeled_spec)
-    unlabeled_steps = unlabeled_rows // args.batch_size
-    if unlabeled_steps == 0:
-        raise UserError(f"--unlabeled has {unlabeled_rows} rows, fewer than --batch-size "
-                        f"{args.batch_size}")
+    unlabeled_steps = full_batches(unlabeled_rows, args.batch_size, "--unlabeled")
     mixed = tf.data.Dataset.sample_from_datasets(
         [labeled, unlabeled], weights=[float(steps), float(unlabeled_steps)], seed=args.seed,
         stop_on_empty_dataset=False)

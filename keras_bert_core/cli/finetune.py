@@ -12,6 +12,7 @@ from keras_bert_core.cli.common import (
     check_same_kind,
     compile_for_training,
     find_vocab,
+    full_batches,
     make_preprocessor,
     positive_int,
     say,
@@ -142,10 +143,7 @@ def run(args):
     train, validation = _load_data(args, task, learn_labels=not args.resume)
     train_dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                        seed=args.seed)
-    steps_per_epoch = rows // args.batch_size
-    if steps_per_epoch == 0:
-        raise UserError(f"the training data has {rows} rows, fewer than --batch-size "
-                        f"{args.batch_size}")
+    steps_per_epoch = full_batches(rows, args.batch_size)
     with training_scope(training, strategy):
         if saved:  # the weights come from the run's backup
             encoder, source = BertEncoder(BertConfig.from_dict(saved["model_config"])), path
