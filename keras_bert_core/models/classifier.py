@@ -25,9 +25,13 @@ class BertClassifier(TaskModel):
         encoder: a `BertEncoder`.
         num_classes: number of classes; 1 for regression.
         dropout: dropout rate on the pooled output.
+        preprocessor: None, or the layer that turns text into the inputs (e.g.
+            `kbc.BertPreprocessor`); `fit`, `evaluate` and `predict` then take text too
+            (see `TaskModel`).
         **kwargs: `name`, `trainable`.
 
-    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`.
+    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`; with
+    a preprocessor also texts, or a tuple `(first, second)` of texts for pairs.
 
     Outputs: float32 logits `[batch, num_classes]`. `fit` takes integer labels `[batch]`
     (regression: float scores `[batch]` or `[batch, 1]`).

@@ -1,6 +1,7 @@
 """`BertMultipleChoice`: picks one of several candidate continuations (SWAG, RACE)."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert_core.layers.heads import ClassificationHead
@@ -24,10 +25,15 @@ class BertMultipleChoice(TaskModel):
         encoder: a `BertEncoder`.
         num_choices: number of candidates per example.
         dropout: dropout rate on the pooled output.
+        preprocessor: None, or the layer that turns text into the inputs (e.g.
+            `kbc.BertPreprocessor`); `fit`, `evaluate` and `predict` then take text too
+            (see `TaskModel`).
         **kwargs: `name`, `trainable`.
 
     Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask`
-    `[batch, num_choices, seq]`.
+    `[batch, num_choices, seq]`; with a preprocessor also text `(contexts, choices)`:
+    contexts `[batch]` and choices `[batch, num_choices]` strings, each choice packed with
+    its context as a pair.
 
     Outputs: float32 logits `[batch, num_choices]`. `fit` takes the index of the right
     choice, int `[batch]`.
@@ -68,6 +74,24 @@ class BertMultipleChoice(TaskModel):
         self.dropout = dropout
         self.head = head
         self.compile()
+
+    def preprocess_text(self, text, static_shape=None):
+        """The inputs `[batch, num_choices, seq]` for text `(contexts, choices)`."""
+        if not (isinstance(text, tuple) and len(text) == 2):
+            raise ValueError(f"{type(self).__name__} takes text as a tuple (contexts, choices): "
+                             f"contexts [batch] and choices [batch, {self.num_choices}] strings")
+        contexts, choices = (tf.convert_to_tensor(texts, tf.string) for texts in text)
+        if contexts.shape.rank != 1 or choices.shape.rank != 2 or choices.shape[1] not in (
+                None, self.num_choices):
+            raise ValueError(f"{type(self).__name__} takes contexts [batch] and choices "
+                             f"[batch, {self.num_choices}], got shapes {contexts.shape} and "
+                             f"{choices.shape}")
+        rows = super().preprocess_text(
+            (tf.repeat(contexts, self.num_choices), tf.reshape(choices, [-1])), static_shape)
+        # A static sequence length (fit) stays static through the reshape.
+        return {name: tf.reshape(value, [-1, self.num_choices,
+                                         value.shape[-1] or tf.shape(value)[-1]])
+                for name, value in rows.items()}
 
     def default_compile_args(self):
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -20,9 +20,15 @@ class BertSpanLabeler(TaskModel):
 
     Args:
         encoder: a `BertEncoder`.
+        preprocessor: None, or the layer that turns text into the inputs (e.g.
+            `kbc.BertPreprocessor`); `fit`, `evaluate` and `predict` then take text too
+            (see `TaskModel`).
         **kwargs: `name`, `trainable`.
 
-    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`.
+    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`; with
+    a preprocessor also `(questions, contexts)` text pairs, whose logits index the tokens of
+    `preprocessor((questions, contexts))` (`[n, seq_length]`; contexts longer than the
+    room are cut: `tasks.question_answering` windows them and maps logits to answer text).
 
     Outputs: a dict of float32 `start_logits` and `end_logits` `[batch, seq]`. `fit` takes
     targets `{"start_positions": ..., "end_positions": ...}` (or keyed `start_logits` and
@@ -43,6 +49,7 @@ class BertSpanLabeler(TaskModel):
     """
 
     trains_pooler = False
+    outputs_per_token = True
 
     def __init__(self, encoder, **kwargs):
         config = self._check_encoder(encoder).config

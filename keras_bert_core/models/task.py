@@ -1,6 +1,10 @@
-"""`TaskModel`: what every task model shares: the encoder, default training settings, config."""
+"""`TaskModel`: what every task model shares: the encoder, default training settings, config,
+and an optional preprocessor that lets `fit`, `evaluate` and `predict` take raw text."""
+
+import inspect
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.models.encoder import BertEncoder
@@ -34,13 +38,32 @@ class TaskModel(keras.Model):
     the gradients, all-reduce included, outside XLA: `model.jit_compile` is then `False`
     (Keras's whole-step XLA is off) and `model.jit_compile_per_replica` is `True`.
 
+    Raw text: a task model may carry a `preprocessor`, any Keras layer (or callable) that
+    maps a batch of strings, or a tuple `(first, second)` of batches for pairs, to the dict
+    of int32 `token_ids`, `segment_ids`, `padding_mask` (e.g. `kbc.BertPreprocessor`).
+    `fit`, `evaluate` and `predict` then also take text: a string, a list or array of
+    strings, a tuple of two such for pairs (a tuple is always read as segments; a list is a
+    batch), or a batched `tf.data.Dataset` of them (elements `text` or `(text, y[,
+    sample_weight])`). Text is preprocessed inside the `tf.data` input pipeline, so under
+    `tf.distribute` the replicas receive int32 ids, never strings. `fit` and `evaluate`
+    pad every batch to the preprocessor's `seq_length` (static shapes, aligned with
+    per-token labels); `predict` pads each batch to its longest text (a preprocessor that
+    takes `static_shape`), except for models whose outputs are per token
+    (`outputs_per_token`: span and token models), whose outputs are `[n, seq_length]` so
+    that every batch's positions line up. Dict inputs pass through unchanged. The
+    preprocessor is saved with the model (`model.save`): `BertPreprocessor` keeps its
+    vocabulary files as assets of the `.keras` file.
+
     Subclasses build their functional graph, call `super().__init__(encoder, inputs,
-    outputs)`, set their attributes, call `self.compile()`, and define `default_compile_args`.
+    outputs, **kwargs)`, set their attributes, call `self.compile()`, and define
+    `default_compile_args`.
 
     Args:
         encoder: the `BertEncoder` inside the graph.
         inputs: the functional model's inputs.
         outputs: the functional model's outputs.
+        preprocessor: None, or the layer that turns text into the model's inputs (see
+            above); also the attribute `preprocessor`, which may be set later.
         **kwargs: `name`, `trainable`.
 
     Example:
@@ -52,17 +75,146 @@ class TaskModel(keras.Model):
     >>> model.compile(optimizer="sgd")  # the task's loss and metrics stay
     >>> type(model.optimizer).__name__, type(model.loss).__name__
     ('SGD', 'SparseCategoricalCrossentropy')
+
+    With a preprocessor, text goes in:
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "good", "bad", "film"]
+    >>> preprocessor = kbc.BertPreprocessor(vocab, seq_length=16)
+    >>> model = kbc.BertClassifier(encoder, num_classes=2, preprocessor=preprocessor)
+    >>> history = model.fit(["a good film", "a bad film"], [1, 0], epochs=2, verbose=0)
+    >>> model.predict(["a good film"], verbose=0).shape
+    (1, 2)
+    >>> model.predict((["a film"], ["a good film"]), verbose=0).shape  # pairs
+    (1, 2)
+    >>> model.preprocess_text(["a film"])["token_ids"].numpy().tolist()
+    [[2, 5, 8, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
     """
 
     default_learning_rate = 5e-5
     # Span and token models read only the sequence output: their loss has no gradient for
     # the pooler, so they leave it out of the weights they train.
     trains_pooler = True
+    # Whether the outputs have a position per token (span and token models): `predict`
+    # on text then pads every batch alike, so that the batches' outputs concatenate.
+    outputs_per_token = False
 
-    def __init__(self, encoder, inputs, outputs, **kwargs):
+    def __init__(self, encoder, inputs, outputs, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = encoder.dtype_policy  # functional models drop a `dtype` argument
         self.encoder = encoder
+        self.preprocessor = preprocessor
+
+    @property
+    def preprocessor(self):
+        """The layer that turns text into the model's inputs, or None."""
+        return self._preprocessor
+
+    @preprocessor.setter
+    def preprocessor(self, preprocessor):
+        if isinstance(preprocessor, dict):  # serialized, as `get_config` writes it
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        if preprocessor is not None and not callable(preprocessor):
+            raise TypeError(f"preprocessor must be a layer or callable that maps text to the "
+                            f"model's inputs, or None; got {type(preprocessor).__name__}")
+        self._preprocessor = preprocessor
+
+    def preprocess_text(self, text, static_shape=None):
+        """The model's inputs for a batch of text, by the preprocessor.
+
+        Args:
+            text: a batch of strings, or a tuple `(first, second)` of batches for pairs
+                (`BertMultipleChoice`: `(contexts, choices)`); tensors or Python lists.
+            static_shape: passed on to a preprocessor that takes it (True: pad to its
+                `seq_length`; False: to the batch's longest text); None: its own default.
+
+        Returns:
+            the preprocessor's dict of int32 inputs.
+        """
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} {self.name!r} was given text but has no "
+                             "preprocessor: pass preprocessor=kbc.BertPreprocessor(vocabulary, "
+                             "seq_length=...) to the model (or set model.preprocessor), or give "
+                             "it the dict of token_ids, segment_ids, padding_mask")
+        if static_shape is not None and _takes_argument(self.preprocessor, "static_shape"):
+            return self.preprocessor(text, static_shape=static_shape)
+        return self.preprocessor(text)
+
+    def fit(self, *args, **kwargs):
+        arguments = _arguments(keras.Model.fit, self, args, kwargs)
+        batch_size = arguments.pop("batch_size", None)
+        x = arguments.get("x")
+        if isinstance(x, tf.data.Dataset) and _is_text_data(x):
+            arguments["x"] = self._text_data(x, None, None, batch_size, static_shape=True)
+        elif _is_text_data(x):
+            x, y, sample_weight = (_as_arrays(arguments.pop(name, None))
+                                   for name in ("x", "y", "sample_weight"))
+            split = arguments.pop("validation_split", 0.0)
+            if split:  # as Keras splits arrays: the last examples, before shuffling
+                (x, y, sample_weight), validation = _split_last((x, y, sample_weight), split)
+                arguments.setdefault("validation_data", validation)
+            arguments["x"] = self._text_data(x, y, sample_weight, batch_size, static_shape=True,
+                                             shuffle=arguments.pop("shuffle", True))
+            arguments["shuffle"] = False  # the pipeline shuffles the examples
+        else:
+            arguments["batch_size"] = batch_size
+        validation = arguments.get("validation_data")
+        if isinstance(validation, tf.data.Dataset):
+            validation = (validation, None, None)
+        if isinstance(validation, (tuple, list)) and _is_text_data(validation[0]):
+            validation_batch_size = arguments.pop("validation_batch_size", None) or batch_size
+            arguments["validation_data"] = self._text_data(
+                *(*validation, None, None)[:3], validation_batch_size, static_shape=True)
+        return super().fit(**arguments)
+
+    def evaluate(self, *args, **kwargs):
+        arguments = _arguments(keras.Model.evaluate, self, args, kwargs)
+        if _is_text_data(arguments.get("x")):
+            arguments["x"] = self._text_data(
+                arguments.pop("x"), arguments.pop("y", None), arguments.pop("sample_weight", None),
+                arguments.pop("batch_size", None), static_shape=True)
+        return super().evaluate(**arguments)
+
+    def predict(self, *args, **kwargs):
+        arguments = _arguments(keras.Model.predict, self, args, kwargs)
+        if _is_text_data(arguments.get("x")):
+            arguments["x"] = self._text_data(
+                arguments.pop("x"), None, None, arguments.pop("batch_size", None),
+                static_shape=self.outputs_per_token)
+        return super().predict(**arguments)
+
+    def _text_data(self, x, y, sample_weight, batch_size, static_shape, shuffle=False):
+        """A `tf.data.Dataset` of batches whose text is preprocessed (in the pipeline)."""
+        if self.preprocessor is None:
+            self.preprocess_text(None)  # raises the error that says what is missing
+        if isinstance(x, tf.data.Dataset):
+            if batch_size is not None:
+                raise ValueError("batch_size must be None when the data is a tf.data.Dataset "
+                                 "(batch the dataset itself)")
+            dataset = x
+        else:
+            x, y, sample_weight = (_as_arrays(x), _as_arrays(y), _as_arrays(sample_weight))
+            data = tuple(part for part in (x, y, sample_weight) if part is not None)
+            counts = {len(leaf) for leaf in tf.nest.flatten(data)}
+            if len(counts) > 1:
+                raise ValueError(f"the text and its targets have different numbers of "
+                                 f"examples: {sorted(counts)}")
+            dataset = tf.data.Dataset.from_tensor_slices(data if len(data) > 1 else x)
+            if shuffle:
+                dataset = dataset.shuffle(counts.pop(), reshuffle_each_iteration=True)
+            dataset = dataset.batch(batch_size or 32)
+        text_only = _is_text_spec(dataset.element_spec)
+        text_spec = dataset.element_spec if text_only else dataset.element_spec[0]
+        if any(spec.shape.rank == 0 for spec in tf.nest.flatten(text_spec)):
+            raise ValueError("the dataset yields single texts: batch it first, e.g. "
+                             "dataset.batch(32)")
+
+        def preprocess(*element):
+            if text_only:
+                return self.preprocess_text(element[0] if len(element) == 1 else element,
+                                            static_shape)
+            return (self.preprocess_text(element[0], static_shape), *element[1:])
+
+        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE)
 
     @property
     def trainable_weights(self):
@@ -169,13 +321,98 @@ class TaskModel(keras.Model):
         return super().compute_metrics(x, y, y_pred, sample_weight)
 
     def get_config(self):
-        return {
+        config = {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "name": self.name,
             "trainable": self.trainable,
         }
+        if self.preprocessor is not None:  # models without one keep the config they had
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
 
     @classmethod
     def from_config(cls, config):
         encoder = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**{**config, "encoder": encoder})
+
+
+def _arguments(method, model, args, kwargs):
+    """The arguments of a call of `method` (a `keras.Model` method), by name."""
+    signature = inspect.signature(method)
+    bound = signature.bind(model, *args, **kwargs).arguments
+    arguments = {}
+    for name, value in bound.items():
+        if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(value)
+        elif name != "self":
+            arguments[name] = value
+    return arguments
+
+
+def _takes_argument(function, name):
+    """Whether a layer's `call` (or a callable) takes the keyword argument `name`."""
+    try:
+        return name in inspect.signature(getattr(function, "call", function)).parameters
+    except (TypeError, ValueError):  # no signature to read
+        return False
+
+
+def _is_text(x):
+    """Whether `x` is text: strings, arrays or tensors of them, or tuples and lists of them."""
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, (tf.Tensor, tf.RaggedTensor)):
+        return x.dtype == tf.string
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "US" or (x.dtype.kind == "O" and x.size > 0
+                                        and isinstance(x.flat[0], (str, bytes)))
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(_is_text(item) for item in x)
+    return False
+
+
+def _is_text_spec(spec):
+    return all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string
+               for s in tf.nest.flatten(spec))
+
+
+def _is_text_data(x):
+    """Whether `x` is text, or a dataset whose elements are text or `(text, ...)`."""
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        return _is_text_spec(spec) or (isinstance(spec, tuple) and _is_text_spec(spec[0]))
+    return _is_text(x)
+
+
+def _as_arrays(data):
+    """Python lists as arrays (a string as a batch of one), keeping tuples and dicts."""
+    if data is None:
+        return None
+    if isinstance(data, dict):
+        return {key: _as_arrays(value) for key, value in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_as_arrays(item) for item in data)
+    if isinstance(data, (str, bytes)):
+        return np.array([data])
+    if isinstance(data, (tf.Tensor, np.ndarray)):
+        return data
+    try:
+        return np.array(data)
+    except ValueError as error:  # rows of different lengths
+        raise ValueError(f"the data must be rectangular (every example with as many items): "
+                         f"{error}") from None
+
+
+def _split_last(parts, fraction):
+    """`parts` (nests of arrays) split before their last `fraction` of examples."""
+    if not 0 < fraction < 1:
+        raise ValueError(f"validation_split must be between 0 and 1, got {fraction}")
+    count = len(tf.nest.flatten(parts[0])[0])
+    cut = int(count * (1 - fraction))
+    if cut in (0, count):
+        raise ValueError(f"validation_split={fraction} leaves no examples on one side of "
+                         f"{count}")
+    first, second = ([tf.nest.map_structure(lambda a, s=s: a[s], part) if part is not None
+                      else None for part in parts]
+                     for s in (slice(None, cut), slice(cut, None)))
+    return tuple(first), tuple(second)

@@ -23,9 +23,14 @@ class BertTokenClassifier(TaskModel):
         encoder: a `BertEncoder`.
         num_classes: number of token labels.
         dropout: dropout rate on the sequence output.
+        preprocessor: None, or the layer that turns text into the inputs (e.g.
+            `kbc.BertPreprocessor`); `fit`, `evaluate` and `predict` then take text too
+            (see `TaskModel`).
         **kwargs: `name`, `trainable`.
 
-    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`.
+    Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`; with
+    a preprocessor also texts, whose logits index the tokens of `preprocessor(texts)`
+    (`[n, seq_length, num_classes]`; `tasks.token_classification` maps them to words).
 
     Outputs: float32 logits `[batch, seq, num_classes]`. `fit` takes int labels
     `[batch, seq]`.
@@ -45,6 +50,7 @@ class BertTokenClassifier(TaskModel):
     """
 
     trains_pooler = False
+    outputs_per_token = True
 
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
         config = self._check_encoder(encoder).config
