@@ -4,11 +4,13 @@ The student trains on the teacher's soft targets and the labels (`kbc.Distiller`
 the teacher's soft targets alone for `--unlabeled` texts. The run directory is a fine-tuning
 run of the student (so `kbc evaluate`, `predict` and `export` take it) with, in
 comparison.json, the teacher against the student: the task's metrics, parameters, the
-`.keras` file sizes and Keras's time per text.
+`.keras` file sizes and Keras's time per text, and (unless `--no-export-latency`) each
+model exported to a SavedModel and a `.tflite` file: their sizes and time per text.
 """
 
 import os
 import statistics
+import tempfile
 import time
 
 from keras_bert_core.cli import UserError
@@ -26,7 +28,7 @@ from keras_bert_core.cli.common import (
     training_scope,
     training_strategy,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned
 from keras_bert_core.config import PRESETS, BertConfig
 
@@ -35,12 +37,15 @@ FROM_TEACHER = "every-other-layer"
 COMPARISON_FILE = "comparison.json"
 # Tasks whose unlabeled data the teacher can label (SQuAD needs answer spans to make rows).
 UNLABELED_TASKS = ("classify", "pair", "ner", "choice")
+# Requests (one text, or pair, question...) timed one per call on each export.
+LATENCY_REQUESTS = 20
+EXPORT_FORMATS = ("saved_model", "tflite")
 
 
 def add_arguments(parser):
-    parser.add_argument("--teacher", required=True, metavar="RUN",
+    parser.add_argument("--teacher", metavar="RUN",
                         help="the fine-tuned model to distill: a kbc finetune run (or its "
-                             "model.keras)")
+                             "model.keras); required unless --resume")
     parser.add_argument("--student", default=FROM_TEACHER, metavar="PRESET|PATH",
                         help=f"the student: '{FROM_TEACHER}' (the teacher's every other "
                              "layer, weights copied, as DistilBERT starts), a preset "
@@ -48,7 +53,8 @@ def add_arguments(parser):
                              "weights), or pretrained weights: a kbc run, a .keras file or a "
                              "checkpoint folder, with the teacher's vocabulary")
     data = parser.add_argument_group("data (in the teacher's task format)")
-    data.add_argument("--train", required=True, metavar="FILE", help="labeled training data")
+    data.add_argument("--train", metavar="FILE",
+                      help="labeled training data; required unless --resume")
     data.add_argument("--validation", metavar="FILE",
                       help="labeled data to compare teacher and student on (default: --train)")
     data.add_argument("--unlabeled", metavar="FILE",
@@ -70,7 +76,10 @@ def add_arguments(parser):
     add_training_options(parser, batch_size=32, learning_rate=5e-5)
     parser.add_argument("--epochs", type=positive_int, default=3,
                         help="passes over the training data (and --unlabeled)")
-    add_run_options(parser, resumable=False)
+    parser.add_argument("--no-export-latency", dest="export_latency", action="store_false",
+                        help="skip exporting teacher and student to a SavedModel and a "
+                             ".tflite file to compare their sizes and time per text")
+    add_run_options(parser)
 
 
 def _load_teacher(path):
@@ -204,18 +213,23 @@ def _training_data(args, task, train, preprocessor):
     return mixed, steps + unlabeled_steps, rows + unlabeled_rows
 
 
-def _ms_per_text(model, task, data, preprocessor, repeats=10):
+def median_ms(call, requests):
+    """Median milliseconds of `call(request)` over `requests`, after one warm-up call."""
+    call(requests[0])
+    times = []
+    for request in requests:
+        start = time.perf_counter()
+        call(request)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def _keras_ms_per_text(model, task, data, preprocessor, repeats=10):
     """Keras's median time for one text (after a first, traced call)."""
     dataset, _ = task.dataset(data, preprocessor, 1)
     batch = next(iter(dataset))
     x = batch[0] if isinstance(batch, tuple) else batch
-    model.predict_on_batch(x)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model.predict_on_batch(x)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    return median_ms(lambda _: model.predict_on_batch(x), [None] * repeats)
 
 
 def _weight_bytes(model):
@@ -224,17 +238,109 @@ def _weight_bytes(model):
     return int(sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights))
 
 
-def compare(task, models, data, preprocessor, batch_size):
+def export_requests(task, data, count=LATENCY_REQUESTS):
+    """The first `count` examples of `data` as an export's inputs: dicts keyed by the
+    serving signature's text inputs (`kbc predict`'s JSON lines)."""
+    if task.name in ("classify", "pair"):
+        texts = data.texts[:count]
+        if data.pairs is None:
+            return [{"text": text} for text in texts]
+        return [{"text_a": a, "text_b": b} for a, b in zip(texts, data.pairs, strict=False)]
+    if task.name == "ner":
+        return [{"text": " ".join(words)} for words in data.sentences[:count]]
+    if task.name == "squad":
+        return [{"question": e.question, "context": e.context} for e in data[:count]]
+    return [{"text": question, "choices": list(choices)}
+            for question, choices in zip(data.questions[:count], data.choices, strict=False)]
+
+
+def _loaded_export(kind, path):
+    """A function answering one request dict from the export at `path`."""
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert_core.cli.predict import load_tflite
+
+    if kind == "saved_model":
+        serve = tf.saved_model.load(path).signatures["serving_default"]
+        return lambda request: serve(**{k: tf.constant([v]) for k, v in request.items()})
+    runner, _ = load_tflite(path)
+    return lambda request: runner(**{k: np.array([v], dtype=object)
+                                     for k, v in request.items()})
+
+
+def export_latency(exports, requests):
+    """`{name: {format: ms}}`: the median milliseconds of one request per call of each
+    export in `exports` (`{name: {"saved_model" or "tflite": path}}`). The exports take
+    turns at each request, so a machine's load weighs on each alike."""
+    calls = {(name, kind): _loaded_export(kind, path)
+             for name, paths in exports.items() for kind, path in paths.items()}
+    times = {key: [] for key in calls}
+    for call in calls.values():
+        call(requests[0])  # traced, allocated
+    for request in requests:
+        for key, call in calls.items():
+            start = time.perf_counter()
+            call(request)
+            times[key].append(time.perf_counter() - start)
+    result = {name: {} for name in exports}
+    for (name, kind), values in times.items():
+        result[name][kind] = 1000 * statistics.median(values)
+    return result
+
+
+def _exports(models, task, preprocessor, folder):
+    """`({name: {format: path}}, {name: {format: bytes}}, {name: {format: why not}})`: each
+    model exported to a SavedModel and a float32 .tflite file under `folder`; a format
+    the model cannot take is left out with the exporter's reason."""
+    from keras_bert_core.cli import UserError
+    from keras_bert_core.cli.export import export, tflite_input_kind
+
+    paths, sizes, skipped = {}, {}, {}
+    for name, model in models.items():
+        paths[name], sizes[name] = {}, {}
+        for kind in EXPORT_FORMATS:
+            if kind == "tflite" and tflite_input_kind(preprocessor) == "ids":
+                skipped.setdefault(name, {})[kind] = ("the .tflite file takes token ids, not "
+                                                      "text (the app tokenizes)")
+                continue
+            output = os.path.join(folder, name)
+            try:
+                (path, size), = export(model, task, preprocessor, output,
+                                       formats=(kind,)).items()
+            except UserError as e:
+                skipped.setdefault(name, {})[kind] = str(e)
+                continue
+            paths[name][kind], sizes[name][kind] = str(path), size
+    return paths, sizes, skipped
+
+
+def compare(task, models, data, preprocessor, batch_size, exports=True):
     """`{"teacher": {...}, "student": {...}}`: each model's task metrics, parameters, weight
     bytes, `.keras` file bytes (a fine-tuned teacher's file also holds its optimizer's
     state) and Keras's milliseconds per text. `models` maps the two names to `(model, its
-    .keras file)`."""
-    return {name: {"metrics": task.evaluate(model, data, preprocessor, batch_size),
-                   "parameters": int(model.count_params()),
-                   "weight_bytes": _weight_bytes(model),
-                   "file_bytes": os.path.getsize(file),
-                   "keras_ms_per_text": _ms_per_text(model, task, data, preprocessor)}
-            for name, (model, file) in models.items()}
+    .keras file)`. With `exports`, each model is also exported (to a scratch folder) as a
+    SavedModel and a float32 `.tflite` file: `export_bytes` and `export_ms_per_text` per
+    format, timed on the first requests of `data`, one per call, the four in turns."""
+    comparison = {name: {"metrics": task.evaluate(model, data, preprocessor, batch_size),
+                         "parameters": int(model.count_params()),
+                         "weight_bytes": _weight_bytes(model),
+                         "file_bytes": os.path.getsize(file),
+                         "keras_ms_per_text": _keras_ms_per_text(model, task, data,
+                                                                 preprocessor)}
+                  for name, (model, file) in models.items()}
+    if not exports:
+        return comparison
+    with tempfile.TemporaryDirectory() as folder:
+        paths, sizes, skipped = _exports({name: model for name, (model, _) in models.items()},
+                                         task, preprocessor, folder)
+        latency = export_latency(paths, export_requests(task, data))
+    for name, figures in comparison.items():
+        figures["export_bytes"] = sizes[name]
+        figures["export_ms_per_text"] = latency[name]
+        if name in skipped:
+            figures["exports_skipped"] = skipped[name]
+    return comparison
 
 
 def comparison_table(comparison):
@@ -247,6 +353,12 @@ def comparison_table(comparison):
              ("model.keras bytes", teacher["file_bytes"], student["file_bytes"]),
              ("Keras ms per text", teacher["keras_ms_per_text"],
               student["keras_ms_per_text"])]
+    for kind, title in (("saved_model", "SavedModel"), ("tflite", "TFLite")):
+        if kind in teacher.get("export_bytes", {}) and kind in student["export_bytes"]:
+            rows += [(f"{title} bytes", teacher["export_bytes"][kind],
+                      student["export_bytes"][kind]),
+                     (f"{title} ms per text", teacher["export_ms_per_text"][kind],
+                      student["export_ms_per_text"][kind])]
 
     def shown(value):
         return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
@@ -257,15 +369,51 @@ def comparison_table(comparison):
     return lines
 
 
+def distill(run, task, distiller, dataset, epochs, steps_per_epoch, validation=None,
+            backup_every=50, class_weight=None):
+    """Fits `distiller` into `run` (a `RunDirectory`), saves its student as the run's
+    model, its metrics and curves; as `finetune.finetune` does for a task model.
+
+    Args:
+        validation: `(data, preprocessor, batch_size)` to score the student on at the end,
+            or None.
+        class_weight: optional dict of label id -> weight of the hard loss.
+
+    Returns:
+        `{"train": last epoch's metrics, "validation": task metrics}` (also metrics.json).
+    """
+    run.fit(distiller, dataset, epochs, steps_per_epoch, backup_every=backup_every,
+            class_weight=class_weight)
+    run.save_model(distiller.student)
+    records = run.epoch_metrics()
+    metrics = {"train": {k: v for k, v in records[-1].items()
+                         if k not in ("event", "epoch", "step")} if records else {}}
+    if validation is not None:
+        metrics["validation"] = task.evaluate(distiller.student, *validation)
+    run.write_metrics(metrics)
+    run.plot_curves(f"{task.name} distillation: {run.path}")
+    return metrics
+
+
 def run(args):
     from keras_bert_core.checkpoints.keras_file import load_model
     from keras_bert_core.models import Distiller
 
+    if args.resume:  # the arguments the run started with (its paths absolute)
+        args, _ = resumed_arguments(args)
+    missing = [option for option in ("teacher", "train") if not getattr(args, option)]
+    if missing:
+        raise UserError(f"the following arguments are required: "
+                        f"{', '.join('--' + option for option in missing)} (or --resume "
+                        "--run-dir RUN to continue a run)")
+    if args.student not in (FROM_TEACHER, *PRESETS) and os.path.exists(args.student):
+        args.student = os.path.abspath(args.student)  # config.json's, for --resume elsewhere
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir("distill")
     inputs = [args.teacher, args.train, args.validation, args.unlabeled]
-    RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
+    if not args.resume:
+        RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
     teacher, task, preprocessor = _load_teacher(args.teacher)
     teacher_folder = run_directory_of(args.teacher)
     _check_student_vocabulary(args.student, preprocessor.vocabulary, teacher_folder)
@@ -287,20 +435,15 @@ def run(args):
         compile_for_training(distiller, training, args.epochs * steps_per_epoch)
     say(f"distilling {args.teacher} into {source} on {rows} {task.name} rows, "
         f"{steps_per_epoch} steps an epoch")
-    run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
-    run_dir.write_config(args, student.encoder.config, task.settings)
-    run_dir.write_tokenizer(preprocessor.tokenizer)  # the teacher's files, of any kind
-    run_dir.fit(distiller, dataset, args.epochs, steps_per_epoch,
-                backup_every=args.backup_every)
-    run_dir.save_model(student)
-    records = run_dir.epoch_metrics()
-    metrics = {"train": {k: v for k, v in records[-1].items()
-                         if k not in ("event", "epoch", "step")} if records else {}}
-    if validation is not None:
-        metrics["validation"] = task.evaluate(student, validation, preprocessor,
-                                              args.batch_size)
-    run_dir.write_metrics(metrics)
-    run_dir.plot_curves(f"{task.name} distillation: {run_dir.path}")
+    if args.resume:  # the weights come from the run's backup
+        run_dir = RunDirectory(path, strategy)
+    else:
+        run_dir = RunDirectory.create(path, args.overwrite, strategy, inputs)
+        run_dir.write_config(args, student.encoder.config, task.settings)
+        run_dir.write_tokenizer(preprocessor.tokenizer)  # the teacher's files, of any kind
+    distill(run_dir, task, distiller, dataset, args.epochs, steps_per_epoch,
+            None if validation is None else (validation, preprocessor, args.batch_size),
+            args.backup_every)
     if not run_dir.chief:
         return
     comparison = {
@@ -309,7 +452,7 @@ def run(args):
         **compare(task, {"teacher": (teacher, model_path(args.teacher)),
                          "student": (student, run_dir.file(MODEL_FILE))},
                   validation if validation is not None else train, preprocessor,
-                  args.batch_size),
+                  args.batch_size, exports=args.export_latency),
     }
     run_dir.write_json(COMPARISON_FILE, comparison)
     print(f"on {args.validation or args.train}:")

@@ -8,14 +8,21 @@
     tokenizer_config.json
                     its casing (`do_lower_case`; runs saved before it have vocab.txt
                     alone, their casing in config.json's task settings or arguments)
-    model.keras     the trained model
+    model.keras     the trained model; after `kbc finetune --lora`, the merged model (kernels
+                    W + alpha / rank * A B, no adapters), which evaluate, predict and
+                    export read as any other
+    adapters.lora.h5
+                    `--lora` runs: what trained, alone (the adapters and the task head, as
+                    `save_lora_weights` writes them); `load_lora_weights` puts them on a
+                    model holding the weights of the run's --checkpoint
     metrics.json    the final metrics
     curves.png      loss and accuracy curves (matplotlib, Agg)
     backup/ checkpoints/ logs/ metrics.jsonl
                     written during `fit` by `keras_bert_core.training.training_callbacks`:
-                    the backups `--resume` continues from (every `--backup-every` steps),
-                    weight checkpoints, TensorBoard logs, and metrics every few steps and
-                    at every epoch end
+                    the backups `--resume` continues from (every `--backup-every` steps;
+                    with the LoRA adapters unmerged), weight checkpoints (Keras weight
+                    files: merged kernels in a LoRA run), TensorBoard logs, and metrics
+                    every few steps and at every epoch end
 
 config.json holds absolute paths, so `--resume` works from any working directory; every
 file is written beside its place and renamed into it when complete, and model.keras
@@ -38,10 +45,11 @@ from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE, say
 from keras_bert_core.files import overlaps, partial_path, remove, replaced_when_complete
 
 METRICS_FILE = "metrics.json"
+LORA_FILE = "adapters.lora.h5"
 CURVES_FILE = "curves.png"
 # Arguments naming files or folders: config.json stores them absolute.
 PATH_ARGUMENTS = ("inputs", "vocab", "checkpoint", "config", "train", "validation", "run_dir",
-                  "tfds_data_dir")
+                  "tfds_data_dir", "teacher", "unlabeled")
 
 
 def default_run_dir(name):
@@ -220,6 +228,15 @@ class RunDirectory:
 
     @_chief_only
     def save_model(self, model):
+        """Writes model.keras; for a model with LoRA adapters, first its adapters alone
+        (adapters.lora.h5), then the merged model as model.keras (`merge_lora`: a plain
+        model of the same outputs, which every command reads as any other)."""
+        from keras_bert_core.models.lora import has_lora, merge_lora, save_lora_weights
+
+        if has_lora(model):
+            with replaced_when_complete(self.file(LORA_FILE)) as partial:
+                save_lora_weights(model, partial)
+            model = merge_lora(model)
         with replaced_when_complete(self.file(MODEL_FILE)) as partial:
             model.save(partial)
 

@@ -9,14 +9,19 @@ untrained tiny classifier: these tests check the command's wiring, not what it l
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 
 import pytest
 
 import keras_bert_core as kbc_package
+from keras_bert_core.cli.distill import export_requests
 from keras_bert_core.cli.run_dir import RunDirectory
+from keras_bert_core.cli.tasks import TASKS
+from keras_bert_core.training import completed_steps
 from tests.cli.conftest import DATA, TINY_CONFIG, VOCAB
+from tests.cli.test_training_reliability import kill_at_step, metrics_steps
 
 STUDENT_CONFIG = {**TINY_CONFIG, "hidden_size": 16, "intermediate_size": 32}
 LABELS = ["negative", "neutral", "positive"]  # sentiment.csv's
@@ -83,6 +88,11 @@ def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, teacher_
     assert student["file_bytes"] < teacher["file_bytes"]
     assert 0.0 <= student["metrics"]["accuracy"] <= 1.0
     assert teacher["keras_ms_per_text"] > 0
+    # Both exported, each format timed one text per call; the smaller model's files are.
+    for kind in ("saved_model", "tflite"):
+        assert 0 < student["export_bytes"][kind] < teacher["export_bytes"][kind], kind
+        assert teacher["export_ms_per_text"][kind] > 0 and student["export_ms_per_text"][kind] > 0
+    assert "TFLite ms per text" in result.out and "SavedModel bytes" in result.out
 
     evaluated = kbc("evaluate", run_dir, DATA / "sentiment.csv")
     assert evaluated.code == 0, evaluated.err
@@ -120,3 +130,79 @@ def test_a_student_with_another_vocabulary_is_one_line(teacher_run, tmp_path):
     assert lines[0].startswith("kbc distill: error: teacher and student vocabularies differ")
     assert f"first difference at id {len(tokens) - 1}: " in lines[0]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_distill_killed_mid_run_resumes_from_another_folder(teacher_run, tmp_path):
+    """Relative paths are stored absolute, so `--resume` works from any folder; the resumed
+    run trains each remaining step once and writes the comparison."""
+    rng = random.Random(0)
+    words = [w for w in VOCAB.read_text().split() if w.isalpha()]
+    rows = [f"{' '.join(rng.choices(words, k=6))},{rng.choice(LABELS)}" for _ in range(200)]
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.csv").write_text("review,label\n" + "\n".join(rows) + "\n")
+    (work / "student.json").write_text(json.dumps(STUDENT_CONFIG))
+    argv = ("distill", "--teacher", os.path.relpath(teacher_run, work), "--student",
+            "student.json", "--train", "train.csv", "--batch-size", 4, "--epochs", 3,
+            "--backup-every", 20, "--no-export-latency", "--run-dir", "run")
+    run_dir = work / "run"
+    killed_at = kill_at_step(argv, run_dir, 60, cwd=work)
+    backed_up = completed_steps(str(run_dir))
+    assert 0 <= killed_at - backed_up <= 20 and not (run_dir / "model.keras").exists()
+    arguments = json.loads((run_dir / "config.json").read_text())["arguments"]
+    assert arguments["teacher"] == str(teacher_run)
+    assert arguments["student"] == str(work / "student.json")
+    assert arguments["train"] == str(work / "train.csv")
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, stderr = run_kbc_in(elsewhere, "distill", "--resume", "--run-dir", run_dir)
+    assert code == 0, stderr[-3000:]
+    steps, epochs = metrics_steps(run_dir)
+    assert steps == [50, 100, 150]
+    assert epochs == [(1, 50), (2, 100), (3, 150)]
+    comparison = json.loads((run_dir / "comparison.json").read_text())
+    assert comparison["student"]["parameters"] < comparison["teacher"]["parameters"]
+    assert "export_bytes" not in comparison["student"]  # --no-export-latency, kept
+
+
+def run_kbc_in(folder, *argv):
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+    process = subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
+                             capture_output=True, text=True, env=environment, timeout=600,
+                             cwd=folder)
+    return process.returncode, process.stderr
+
+
+def test_distill_without_a_teacher_is_one_line(tmp_path):
+    code, stderr = run_kbc("distill", "--train", DATA / "sentiment.csv", "--run-dir",
+                           tmp_path / "run")
+    assert code == 2
+    assert error_lines(stderr) == [
+        "kbc distill: error: the following arguments are required: --teacher (or --resume "
+        "--run-dir RUN to continue a run)"], stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_export_requests_are_each_tasks_signature_inputs():
+    from keras_bert_core.tasks.classification import TextClassificationData
+    from keras_bert_core.tasks.conll import TaggingData
+    from keras_bert_core.tasks.multiple_choice import MultipleChoiceData
+    from keras_bert_core.tasks.squad import SquadExample
+
+    def task(name):
+        return TASKS[name]({"seq_length": 16})
+
+    single = TextClassificationData(["a", "b", "c"], None, None, None)
+    assert export_requests(task("classify"), single, 2) == [{"text": "a"}, {"text": "b"}]
+    pairs = TextClassificationData(["a", "b"], ["x", "y"], None, None)
+    assert export_requests(task("pair"), pairs) == [{"text_a": "a", "text_b": "x"},
+                                                    {"text_a": "b", "text_b": "y"}]
+    tagging = TaggingData([["New", "York"], ["Hi"]], None, ["O"])
+    assert export_requests(task("ner"), tagging, 1) == [{"text": "New York"}]
+    squad = [SquadExample("1", "Who?", "Ann ran.", ["Ann"], [0])]
+    assert export_requests(task("squad"), squad) == [{"question": "Who?",
+                                                      "context": "Ann ran."}]
+    choice = MultipleChoiceData(["Pick"], [("a", "b")], None)
+    assert export_requests(task("choice"), choice) == [{"text": "Pick", "choices": ["a", "b"]}]
