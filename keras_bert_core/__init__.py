@@ -60,6 +60,8 @@ _EXPORTS = {
     "convert_checkpoint": "keras_bert_core.checkpoints",
     "read_pretraining_head_weights": "keras_bert_core.checkpoints",
     "save_google_research_checkpoint": "keras_bert_core.checkpoints",
+    "from_preset": "keras_bert_core.checkpoints",
+    "save_to_preset": "keras_bert_core.checkpoints",
     "CheckpointError": "keras_bert_core.errors",
     "CheckpointMismatchError": "keras_bert_core.errors",
     "TrainingError": "keras_bert_core.errors",

@@ -1,5 +1,7 @@
 """Load pretrained BERT weights: Hugging Face safetensors, google-research TF1 checkpoints,
-TF Model Garden TF2 checkpoints, keras-hub presets and `.keras` files. Never unpickles."""
+TF Model Garden TF2 checkpoints, keras-hub presets and `.keras` files. Never unpickles.
+Presets (`save_to_preset`, `from_preset`): a model with its vocabulary, casing, sequence
+length, labels and model card in one folder."""
 
 from keras_bert_core.checkpoints.google_research import save_google_research_checkpoint
 from keras_bert_core.checkpoints.loader import (
@@ -11,6 +13,12 @@ from keras_bert_core.checkpoints.loader import (
     load_pretrainer,
     read_pretraining_head_weights,
 )
+from keras_bert_core.checkpoints.presets import (
+    from_preset,
+    is_preset,
+    read_preset,
+    save_to_preset,
+)
 from keras_bert_core.checkpoints.weights import encoder_variables
 from keras_bert_core.errors import CheckpointError, CheckpointMismatchError
 
@@ -21,9 +29,13 @@ __all__ = [
     "convert_checkpoint",
     "detect_format",
     "encoder_variables",
+    "from_preset",
+    "is_preset",
     "load_checkpoint",
     "load_head_weights",
     "load_pretrainer",
     "read_pretraining_head_weights",
+    "read_preset",
     "save_google_research_checkpoint",
+    "save_to_preset",
 ]
