@@ -6,17 +6,20 @@
 4. fine-tuning: a classifier of the stdlib area a docstring documents (text, network, files,
    numbers, concurrency), trained on some modules and scored on held-out modules;
 5. exports: a SavedModel and a TFLite file, tokenizer inside;
-6. checks: both exports answer the held-out texts as the Keras model does; latency per text.
+6. checks: both exports answer the held-out texts as the Keras model does; latency per text;
+7. distillation: the classifier distilled into a student of every other layer (as
+   DistilBERT is made), exported too: teacher against student in accuracy, size and
+   TFLite time per text.
 
-It reuses the subcommands' code (`vocab`, `pretrain`, `finetune`, `export`), so the run
-folder holds `pretrain/` and `finetune/` runs that `kbc predict` and `kbc evaluate` read,
-plus `export/`, `summary.json` and the curves `pretraining.png`, `finetuning.png`.
+It reuses the subcommands' code (`vocab`, `pretrain`, `finetune`, `export`, `distill`), so
+the run folder holds `pretrain/`, `finetune/` and `distill/` runs that `kbc predict` and
+`kbc evaluate` read, plus `export/` and `student_export/`, `summary.json` and the curves
+`pretraining.png`, `finetuning.png`.
 """
 
 import collections
 import os
 import shutil
-import statistics
 import time
 
 import numpy as np
@@ -38,6 +41,7 @@ from keras_bert_core.cli.demo_corpus import (
     topic_examples,
     write_pretraining_corpus,
 )
+from keras_bert_core.cli.distill import distill, export_latency, median_ms
 from keras_bert_core.cli.export import export, tflite_file
 from keras_bert_core.cli.finetune import finetune
 from keras_bert_core.cli.predict import load_tflite
@@ -49,11 +53,11 @@ from keras_bert_core.config import BertConfig
 # Sizes of a full run (under 10 minutes on 2 CPU cores) and of --quick (a smoke test).
 PROFILES = {
     "full": {"vocab_size": 4000, "pretrain_epochs": 12, "steps_per_epoch": 50,
-             "finetune_epochs": 5, "train_examples": None, "held_out_examples": None,
-             "latency_texts": 50},
+             "finetune_epochs": 5, "distill_epochs": 5, "train_examples": None,
+             "held_out_examples": None, "latency_texts": 50},
     "quick": {"vocab_size": 1500, "pretrain_epochs": 2, "steps_per_epoch": 10,
-              "finetune_epochs": 1, "train_examples": 256, "held_out_examples": 64,
-              "latency_texts": 8},
+              "finetune_epochs": 1, "distill_epochs": 1, "train_examples": 256,
+              "held_out_examples": 64, "latency_texts": 8},
 }
 
 
@@ -126,6 +130,15 @@ def _pretrain(run, args, size, corpus, vocab):
     }
 
 
+def _balanced_class_weight(train):
+    # Topics are uneven (network docstrings outnumber the others) and differ between the
+    # train and held-out modules: balanced class weights keep the classifier from simply
+    # learning the training mix.
+    counts = np.bincount(train.labels, minlength=len(train.label_names))
+    return {label: len(train) / (len(counts) * max(count, 1))
+            for label, count in enumerate(counts)}
+
+
 def _finetune(run, args, size, encoder, vocab, train, held_out):
     from keras_bert_core.text import BertPreprocessor
 
@@ -142,16 +155,11 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
     finetune_run = RunDirectory.create(run.file("finetune"))
     finetune_run.write_config(args, encoder.config, task.settings)
     finetune_run.write_tokenizer(preprocessor.tokenizer)
-    # Topics are uneven (network docstrings outnumber the others) and differ between the
-    # train and held-out modules: balanced class weights keep the classifier from simply
-    # learning the training mix.
-    counts = np.bincount(train.labels, minlength=len(train.label_names))
-    class_weight = {label: len(train) / (len(counts) * max(count, 1))
-                    for label, count in enumerate(counts)}
     start = time.perf_counter()
     metrics = finetune(finetune_run, task, model, dataset, size["finetune_epochs"],
                        rows // args.batch_size, (held_out, preprocessor, args.batch_size),
-                       class_weight)
+                       _balanced_class_weight(train))
+    counts = np.bincount(train.labels, minlength=len(train.label_names))
     held_out_counts = collections.Counter(held_out.labels.tolist())
     majority, majority_count = held_out_counts.most_common(1)[0]
     return model, task, preprocessor, {
@@ -164,20 +172,15 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
     }
 
 
-def median_latency_ms(answer, texts):
-    """Median milliseconds of `answer(text)` over `texts`, after one warm-up call."""
-    answer(texts[0])
-    times = []
-    for text in texts:
-        start = time.perf_counter()
-        answer(text)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
 def _agreement(reference, probabilities):
     return {"label_agreement": float(np.mean(reference.argmax(-1) == probabilities.argmax(-1))),
             "max_abs_probability_diff": float(np.abs(reference - probabilities).max())}
+
+
+def _tflite_answer(path):
+    """A function from one text to the probabilities of the .tflite file at `path`."""
+    runner, _ = load_tflite(path)
+    return lambda text: runner(text=np.array([text], dtype=object))["probabilities"][0]
 
 
 def _check_exports(model, preprocessor, held_out, paths, batch_size, latency_texts):
@@ -191,28 +194,74 @@ def _check_exports(model, preprocessor, held_out, paths, batch_size, latency_tex
     saved_model = np.concatenate([
         serve(text=tf.constant(texts[i:i + batch_size]))["probabilities"].numpy()
         for i in range(0, len(texts), batch_size)])
-    runner, _ = load_tflite(paths["tflite"])
-
-    def tflite(text):
-        return runner(text=np.array([text], dtype=object))["probabilities"][0]
-
+    tflite = _tflite_answer(paths["tflite"])
     tflite_probabilities = np.stack(
         [tflite(text) for text in progress(texts, title="TFLite on the held-out texts")])
     sample = texts[:latency_texts]
     preprocess = tf.function(preprocessor)  # as a serving program would run it
     latency = {
-        "keras": median_latency_ms(
+        "keras": median_ms(
             lambda t: model.predict_on_batch(preprocess(tf.constant([t]))), sample),
-        "saved_model": median_latency_ms(lambda t: serve(text=tf.constant([t])), sample),
-        "tflite": median_latency_ms(tflite, sample),
+        "saved_model": median_ms(lambda t: serve(text=tf.constant([t])), sample),
+        "tflite": median_ms(tflite, sample),
     }
     return {"saved_model": _agreement(reference, saved_model),
             "tflite": _agreement(reference, tflite_probabilities)}, latency
 
 
+def _distill(run, args, size, teacher, task, preprocessor, train, held_out, teacher_tflite):
+    """The fine-tuned classifier distilled into a student of its every other layer (weights
+    copied, as DistilBERT starts), the student exported; teacher against student."""
+    import tensorflow as tf
+
+    from keras_bert_core.models import Distiller, make_distilbert_student
+
+    options = TrainingOptions(learning_rate=5e-4, seed=args.seed)
+    dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
+                                 seed=args.seed)
+    with training_scope(options, training_strategy(options)):
+        student = make_distilbert_student(teacher)
+        distiller = Distiller(teacher, student, temperature=2.0, alpha=0.5)
+        compile_for_training(distiller, options,
+                             size["distill_epochs"] * (rows // args.batch_size))
+    distill_run = RunDirectory.create(run.file("distill"))
+    distill_run.write_config(args, student.encoder.config, task.settings)
+    distill_run.write_tokenizer(preprocessor.tokenizer)
+    start = time.perf_counter()
+    metrics = distill(distill_run, task, distiller, dataset, size["distill_epochs"],
+                      rows // args.batch_size, (held_out, preprocessor, args.batch_size),
+                      class_weight=_balanced_class_weight(train))
+    seconds = time.perf_counter() - start
+    export_dir = run.file("student_export")
+    sizes = export(student, task, preprocessor, export_dir)
+    tflite_path = os.path.join(export_dir, tflite_file("float32"))
+    with stage("checking the student's TFLite file, timing it against the teacher's"):
+        logits = student.predict(preprocessor(held_out.texts), batch_size=args.batch_size,
+                                 verbose=0)
+        tflite = _tflite_answer(tflite_path)
+        agreement = _agreement(tf.nn.softmax(logits).numpy(),
+                               np.stack([tflite(text) for text in held_out.texts]))
+        latency = export_latency(
+            {"teacher": {"tflite": teacher_tflite}, "student": {"tflite": tflite_path}},
+            [{"text": text} for text in held_out.texts[:size["latency_texts"]]])
+    config = student.encoder.config
+    return {
+        "student": f"{config.num_layers} layer{'s' if config.num_layers > 1 else ''} x "
+                   f"{config.hidden_size}, every other layer of the teacher",
+        "epochs": size["distill_epochs"], "seconds": seconds,
+        "held_out_accuracy": metrics["validation"]["accuracy"],
+        "parameters": {"teacher": teacher.count_params(), "student": student.count_params()},
+        "export_bytes": {"saved_model": sizes[os.path.join(export_dir, "saved_model")],
+                         "tflite": sizes[tflite_path]},
+        "tflite_agreement": agreement,
+        "tflite_ms": {name: latency[name]["tflite"] for name in latency},
+    }
+
+
 def summary_table(summary):
     """The demo's results as an aligned two-column text table."""
     p, f, a = summary["pretraining"], summary["finetuning"], summary["agreement"]
+    d = summary["distillation"]
     sizes, latency = summary["export_bytes"], summary["latency_ms"]
     rows = [
         ("corpus", f"{summary['corpus']['docstrings']:,} stdlib docstrings, "
@@ -235,6 +284,18 @@ def summary_table(summary):
           for name, key in (("SavedModel", "saved_model"), ("TFLite", "tflite"))),
         ("latency per text", f"Keras {latency['keras']:.1f} ms, SavedModel "
                              f"{latency['saved_model']:.1f} ms, TFLite {latency['tflite']:.1f} ms"),
+        ("distillation", f"student: {d['student']}, epochs: {d['epochs']}, "
+                         f"{d['seconds']:.0f} s"),
+        ("  held-out accuracy", f"student {d['held_out_accuracy']:.1%} vs teacher "
+                                f"{f['held_out_accuracy']:.1%}"),
+        ("  parameters", f"student {d['parameters']['student']:,} vs teacher "
+                         f"{d['parameters']['teacher']:,}"),
+        ("  TFLite", f"student {d['export_bytes']['tflite'] / 1e6:.1f} MB, "
+                     f"{d['tflite_ms']['student']:.2f} ms per text vs teacher "
+                     f"{sizes['tflite'] / 1e6:.1f} MB, {d['tflite_ms']['teacher']:.2f} ms"),
+        ("  student TFLite vs Keras",
+         f"labels agree {d['tflite_agreement']['label_agreement']:.1%}, max |p diff| "
+         f"{d['tflite_agreement']['max_abs_probability_diff']:.1e}"),
         ("wall time", f"{summary['wall_seconds'] / 60:.1f} min"),
     ]
     width = max(len(name) for name, _ in rows)
@@ -268,6 +329,8 @@ def run(args):
     with stage("checking the exports against the Keras model"):
         agreement, latency = _check_exports(model, preprocessor, held_out, paths,
                                             args.batch_size, size["latency_texts"])
+    distillation = _distill(run_dir, args, size, model, task, preprocessor, train, held_out,
+                            paths["tflite"])
     for stage_name, curves in (("pretrain", "pretraining.png"), ("finetune", "finetuning.png")):
         shutil.copyfile(run_dir.file(os.path.join(stage_name, CURVES_FILE)),
                         run_dir.file(curves))
@@ -275,9 +338,10 @@ def run(args):
         "run_dir": run_dir.path, "corpus": corpus_stats, "vocabulary_size": len(vocab),
         "pretraining": pretraining, "finetuning": finetuning,
         "export_bytes": {name: sizes[path] for name, path in paths.items()},
-        "agreement": agreement, "latency_ms": latency,
+        "agreement": agreement, "latency_ms": latency, "distillation": distillation,
         "wall_seconds": time.perf_counter() - start,
     }
     run_dir.write_json("summary.json", summary)
-    say(f"wrote {run_dir.path}: summary.json, pretraining.png, finetuning.png")
+    say(f"wrote {run_dir.path}: summary.json, pretraining.png, finetuning.png; the student: "
+        "distill/, student_export/")
     print(summary_table(summary))

@@ -16,7 +16,8 @@ def test_demo_quick_runs_every_stage_and_reports_it(kbc, tmp_path):
                  "--latency-texts", 3)
     assert result.code == 0, result.err
     for row in ("kbc demo:", "pretraining", "held-out accuracy", "majority baseline",
-                "export sizes", "TFLite vs Keras", "latency per text"):
+                "export sizes", "TFLite vs Keras", "latency per text", "distillation",
+                "student TFLite vs Keras"):
         assert row in result.out
 
     summary = RunDirectory(run_dir).read_json("summary.json")
@@ -30,6 +31,20 @@ def test_demo_quick_runs_every_stage_and_reports_it(kbc, tmp_path):
     assert summary["agreement"]["tflite"]["label_agreement"] == 1.0
     assert set(summary["latency_ms"]) == {"keras", "saved_model", "tflite"}
     assert all(size > 0 for size in summary["export_bytes"].values())
+    # The distillation step: a 1-layer student of the 2-layer classifier, a run of its own,
+    # exported, its TFLite file answering as its Keras model does.
+    distilled = summary["distillation"]
+    assert distilled["parameters"]["student"] < distilled["parameters"]["teacher"]
+    assert 0.0 <= distilled["held_out_accuracy"] <= 1.0
+    assert distilled["tflite_agreement"]["label_agreement"] == 1.0
+    assert distilled["export_bytes"]["tflite"] < summary["export_bytes"]["tflite"]
+    assert all(ms > 0 for ms in distilled["tflite_ms"].values())
+    assert (run_dir / "student_export" / "model.tflite").is_file()
+    assert (run_dir / "student_export" / "saved_model" / "saved_model.pb").is_file()
+    student_run = RunDirectory(run_dir / "distill")
+    assert student_run.config()["model_config"]["num_layers"] == 1
+    assert student_run.read_json("metrics.json")["validation"]["accuracy"] == \
+        distilled["held_out_accuracy"]
     for image in ("pretraining.png", "finetuning.png"):
         assert (run_dir / image).read_bytes().startswith(b"\x89PNG")
 
