@@ -9,7 +9,10 @@ conservative subset: the ops tf.text's own model-server regression test exercise
 has linked for several releases. The ``TFText>`` ops, the trimmers (``RoundRobinTrim``)
 among them, stay out: model servers built with older tf.text releases do not register them
 (Model Garden's preprocessing export fails there on ``RoundRobinTrim``), and ``BertPacker``
-trims with core ops instead.
+trims with core ops instead. One exception, ``TFText>FastSentencepieceTokenize``, needs
+TF Serving 2.20 or later (the evidence is at the op below); it alone gives the
+``sentencepiece`` library's ids (``SentencepieceTokenizeOp`` bundles an older
+``sentencepiece`` that orders tied pieces differently).
 
 TFLite: builtin ops, plus the custom ops that ``tensorflow_text.tflite_registrar``
 (``SELECT_TFTEXT_OPS``) resolves. Flex ops (``Flex*``), regex, case folding and ragged
@@ -45,6 +48,15 @@ TF_SERVING_TEXT_OPS = frozenset(
         "FastWordpieceTokenizeWithOffsets",
         "FindSourceOffsets",
         "NormalizeUTF8WithOffsetsMap",
+        # SentencePieceTokenizer's ids. TF Serving 2.20.0 pins tf.text 2.20.0
+        # (tensorflow_serving/workspace.bzl: strip_prefix "text-2.20.0"), whose ops_lib
+        # holds :fast_sentencepiece_tokenizer_cc (tensorflow_text/BUILD; op in
+        # core/ops/fast_sentencepiece_ops.cc, kernel in core/kernels/sentencepiece/
+        # sentencepiece_tokenizer_kernel.cc). TF Serving 2.12-2.19 pin tf.text 2.12.1, which
+        # registers the op too, but its kernel sizes the outputs as int16_t: a batch of more
+        # than 32,767 pieces fails (a negative size) or writes past the output (tensorflow/text
+        # commit aa839b1, "Change input size from int16_t to int32_t", first in 2.20.0).
+        "TFText>FastSentencepieceTokenize",
     }
 )
 

@@ -23,24 +23,23 @@ preprocessed text. NFKD's reordering of combining marks only moves marks that st
 removes, so one character at a time is exact. Python's Unicode tables are the reference's
 own: the table follows the Python that builds it.
 
-Two pipelines:
+Both pipelines tokenize with tf.text's ``FastSentencepieceTokenize``, which gives the ids
+of the ``sentencepiece`` library itself (tf.text's older ``SentencepieceTokenizeOp``
+bundles an older ``sentencepiece`` that orders the pieces of equally scored segmentations
+differently: ``"00", "0"`` for ``"0", "00"`` in a run of digits):
 
 * Default (TF Serving): UTF-8 decoded with ``UnicodeDecodeWithOffsets``, the text spelled
-  with ``UnicodeEncode``, tokenized by tf.text's ``SentencepieceOp`` /
-  ``SentencepieceTokenizeOp`` (``...WithOffsetsOp`` for offsets), all on the TF Serving
-  allowlist. That op bundles an older ``sentencepiece``, whose Viterbi search breaks ties
-  between equally scored segmentations differently (float rounding): where two orders of
-  the same pieces score the same (``"0", "00"`` or ``"00", "0"`` in a run of digits), its
-  ids are the other order.
+  with ``UnicodeEncode`` (TensorFlow core ops).
 * ``tflite_compatible=True``: UTF-8 decoded by arithmetic on the bytes
   (``ByteSplitWithOffsets``), the text spelled byte by byte with
-  ``FastWordpieceDetokenize`` (a vocabulary of the 255 non-zero bytes), tokenized by
-  ``FastSentencepieceTokenize``, which gives the ids of the ``sentencepiece`` library
-  itself. TFLite builtins plus those three tf.text ops, which tf.text's TFLite registrar
-  resolves; the same graph runs in TensorFlow. A NUL character, which that vocabulary
-  cannot spell, is spelled as a private-use character that no piece holds (both are
-  unknown characters to the model). The fast op gives no offsets: ``tokenize_with_offsets``
-  runs the default pipeline.
+  ``FastWordpieceDetokenize`` (a vocabulary of the 255 non-zero bytes): TFLite builtins
+  plus three tf.text ops, which tf.text's TFLite registrar resolves; the same graph runs
+  in TensorFlow. A NUL character, which that vocabulary cannot spell, is spelled as a
+  private-use character that no piece holds (both are unknown characters to the model).
+
+The fast op gives no offsets: ``tokenize_with_offsets`` (either pipeline; not in TFLite)
+runs the default one and places the fast op's pieces with the offsets that
+``SentencepieceTokenizeWithOffsetsOp`` gives the same text (``_PieceOffsets``).
 
 Invalid UTF-8 reads as U+FFFD (which ``nmt_nfkc`` removes). Special tokens are never
 produced from text: ``"[CLS]"`` in a text is tokenized as its characters.
@@ -57,12 +56,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from sentencepiece import SentencePieceProcessor
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
 from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
+from keras_bert_core.text.vocabulary_assets import VocabularyAssets, writing_keras_file
 
 # What ALBERT's preprocessing does with a character (the table's low 3 bits).
 _SAME, _MAPPED, _SPACE, _BACKTICK, _APOSTROPHE, _SIGMA = range(6)
@@ -220,22 +221,22 @@ def _read_model(model):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
+class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
     """SentencePiece tokenizer with ALBERT's preprocessing, inside the TensorFlow graph.
 
     Strings go in, piece ids come out: in a `tf.data` pipeline, in a `tf.function`, in an
     exported SavedModel (TF Serving) and, with `tflite_compatible=True`, in a TFLite model.
     The ids are those of the `sentencepiece` library on the text as ALBERT preprocesses it:
     whitespace runs collapsed, ```` `` ```` and `''` read as `"`, accents stripped (NFKD
-    without combining characters) unless `keep_accents`, lower case if `lower_case`. The
-    default pipeline runs tf.text's `SentencepieceOp`, whose older `sentencepiece` orders
-    the pieces of equally scored segmentations differently in rare spans (e.g. `"00", "0"`
-    for `"0", "00"` in a run of digits); the TFLite-compatible one has none of those
-    differences. Special tokens are never produced from text; add them with a packer.
+    without combining characters) unless `keep_accents`, lower case if `lower_case`, on
+    both pipelines and with or without offsets. Special tokens are never produced from
+    text; add them with a packer.
 
     Args:
         model: path to a SentencePiece model (`spiece.model`) or its bytes. The config
-            stores the bytes (base64).
+            stores the bytes (base64); a `.keras` file holds them as the asset
+            `spiece.model` instead (see `vocabulary_assets`). None: no model until
+            `load_assets` reads one.
         lower_case: lower-case the text (`str.lower`), as uncased ALBERT models do.
         keep_accents: keep accents (no NFKD, no stripping of combining characters).
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
@@ -271,10 +272,20 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
         # Strings go in as they are (Keras would cast inputs to the layer dtype).
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self.model = _read_model(model)
         self.lower_case = bool(lower_case)
         self.keep_accents = bool(keep_accents)
         self.tflite_compatible = bool(tflite_compatible)
+        self.model = None
+        if model is not None:
+            self._set_vocabulary(model)
+        self.built = True
+
+    @property
+    def has_vocabulary(self):
+        return self.model is not None
+
+    def _set_vocabulary(self, model):
+        self.model = _read_model(model)
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
             sentencepiece = _sentencepiece_op_tokenizer(self.model)
@@ -282,17 +293,17 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
                 tf.range(sentencepiece.vocab_size())).numpy().tolist()]
             self._piece_ids = {piece: i for i, piece in enumerate(self._pieces)}
             self._preprocessing = _AlbertPreprocessing(self.lower_case, self.keep_accents)
+            self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(self.model)
+            self._piece_offsets = _PieceOffsets(
+                self._pieces, SentencePieceProcessor(model_proto=self.model).unk_id())
             if self.tflite_compatible:
-                self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(self.model)
                 chars = {c for piece in self._pieces for c in piece}
                 nul_stand_in = next(c for c in range(0xE000, 0xF900) if chr(c) not in chars)
                 self._speller = _ByteSpeller(nul_stand_in)
-            else:
-                self._sentencepiece = sentencepiece
-        self.built = True
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
+        self._check_vocabulary()
         return len(self._pieces)
 
     @staticmethod
@@ -302,11 +313,13 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
         return not token.startswith("\u2581")
 
     def token_to_id(self, token):
+        self._check_vocabulary()
         if token not in self._piece_ids:
             raise KeyError(f"Token {token!r} is not in the SentencePiece model.")
         return self._piece_ids[token]
 
     def id_to_token(self, token_id):
+        self._check_vocabulary()
         token_id = int(token_id)
         if not 0 <= token_id < len(self._pieces):
             raise KeyError(f"Id {token_id} is outside the model's {len(self._pieces)} pieces.")
@@ -327,24 +340,25 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
             int32 `tf.RaggedTensor` [batch, (pieces)] for a batch, or an int32 `tf.Tensor`
             [pieces] for a single string.
         """
+        self._check_vocabulary()
         text, single = as_batch(inputs)
         if self.tflite_compatible:
-            chars = _tflite_characters(text)
-            out_chars, _, out_splits = self._preprocessing(chars)
-            ids = self._fast_sentencepiece.tokenize(self._speller(out_chars, out_splits))
-            ids = tf.cast(ids, tf.int32)
+            out_chars, _, out_splits = self._preprocessing(_tflite_characters(text))
+            spelled = self._speller(out_chars, out_splits)
         else:
-            chars = _characters(text)
-            out_chars, _, out_splits = self._preprocessing(chars)
-            ids = self._sentencepiece.tokenize(_spell(out_chars, out_splits))
+            out_chars, _, out_splits = self._preprocessing(_characters(text))
+            spelled = _spell(out_chars, out_splits)
+        ids = self._fast_sentencepiece.tokenize(spelled)
+        if not self.tflite_compatible:
+            ids = ids.with_row_splits_dtype(tf.int64)  # as tf.text's other tokenizers give
         keep_static_batch_size(ids, text)
         return ids[0] if single else ids
 
     def tokenize_with_offsets(self, inputs):
         """Tokenizes strings and locates every piece in its input string.
 
-        Always the default pipeline (tf.text's `SentencepieceTokenizeWithOffsetsOp`): the
-        fast op of the TFLite-compatible pipeline gives no offsets.
+        Always the default pipeline: the ids of `call`, placed with the offsets of tf.text's
+        `SentencepieceTokenizeWithOffsetsOp` (the fast op gives none).
 
         Args:
             inputs: a list of strings or a 1-D string tensor.
@@ -360,28 +374,24 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
             second quote of a pair) with the piece before them. A `▁` piece that stands
             for the start of the text is an empty span where the first character starts.
         """
+        self._check_vocabulary()
         text, single = as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
-        if not hasattr(self, "_sentencepiece"):
-            # The TFLite-compatible layer holds the SentencepieceOp (whose resource a TFLite
-            # converter would meet) only from here on; a SavedModel then tracks it.
-            self._sentencepiece = _sentencepiece_op_tokenizer(self.model)
         chars = _characters(text)
         out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
         spelled = _spell(out_chars, out_splits)
-        ids, starts, ends = self._sentencepiece.tokenize_with_offsets(spelled)
+        ids = self._fast_sentencepiece.tokenize(spelled).with_row_splits_dtype(tf.int64)
+        starts, ends = self._piece_offsets(
+            spelled, ids, *self._sentencepiece_op().tokenize_with_offsets(spelled))
         # A word's first piece (`▁word`) starts at the space before the word; answers and
         # tagged words start at the word (the space is one byte after preprocessing).
         piece_text = tf.gather(spelled, ids.value_rowids())
-        first_byte = tf.strings.substr(piece_text, starts.flat_values,
-                                       tf.ones_like(starts.flat_values))
+        first_byte = tf.strings.substr(piece_text, starts, tf.ones_like(starts))
         before_word = tf.equal(first_byte, " ")
-        starts = starts.with_flat_values(tf.where(
-            before_word & (starts.flat_values < ends.flat_values), starts.flat_values + 1,
-            starts.flat_values))
-        starts, ends = _input_offsets(chars, span_ends, out_chars, sources, out_splits, starts,
-                                      ends)
+        starts = tf.where(before_word & (starts < ends), starts + 1, starts)
+        starts, ends = _input_offsets(chars, span_ends, out_chars, sources, out_splits,
+                                      ids.with_flat_values(starts), ids.with_flat_values(ends))
         outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
         for x in outputs:
             keep_static_batch_size(x, text)
@@ -398,6 +408,7 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
         Returns:
             string tensor [batch] (or a scalar for 1-D ids).
         """
+        self._check_vocabulary()
         if not isinstance(token_ids, tf.RaggedTensor):
             token_ids = tf.convert_to_tensor(token_ids)
             if token_ids.shape.rank == 1:
@@ -406,12 +417,22 @@ class SentencePieceTokenizer(SpecialTokenIds, keras.layers.Layer):
         token_ids = tf.cast(token_ids, tf.int32)
         if self.tflite_compatible:
             return self._fast_sentencepiece.detokenize(token_ids)
-        return self._sentencepiece.detokenize(token_ids)
+        return self._sentencepiece_op().detokenize(token_ids)
+
+    def _sentencepiece_op(self):
+        """tf.text's `SentencepieceOp` tokenizer, which the layer holds (and a SavedModel then
+        tracks) only from its first use on: a model that only tokenizes needs neither its
+        resource nor a second copy of the model, and a TFLite converter cannot take it."""
+        if not hasattr(self, "_sentencepiece"):
+            self._sentencepiece = _sentencepiece_op_tokenizer(self.model)
+        return self._sentencepiece
 
     def get_config(self):
         config = super().get_config()
         config.update({
-            "model": base64.b64encode(self.model).decode("ascii"),
+            # A `.keras` file holds it as an asset (see `vocabulary_assets`).
+            "model": (None if writing_keras_file() or self.model is None
+                      else base64.b64encode(self.model).decode("ascii")),
             "lower_case": self.lower_case,
             "keep_accents": self.keep_accents,
             "tflite_compatible": self.tflite_compatible,
@@ -618,3 +639,83 @@ def _input_offsets(chars, span_ends, out_chars, sources, out_splits, starts, end
                            tf.gather(span_ends, source(text_end - 1)))
     input_end = tf.where(end > begin, tf.gather(span_ends, source(end - 1)), input_begin)
     return tf.cast(input_begin, tf.int64), tf.cast(input_end, tf.int64)
+
+
+class _PieceOffsets(tf.Module):
+    """Locates the pieces of `FastSentencepieceTokenize` with the offsets that tf.text's
+    `SentencepieceTokenizeWithOffsetsOp` gives its own pieces (that op's older
+    `sentencepiece` may order tied pieces differently; the fast op gives no offsets).
+
+    Both ops split the same normalized text, so every piece is placed by its characters
+    counted from the start of its text (an unknown piece counts as one: the two ops differ
+    in the order of tied pieces, not in what is unknown). A piece boundary that is one of the
+    op's takes the op's offset; one inside an op piece (only where tied pieces are ordered
+    differently, e.g. `"0", "00"` against `"00", "0"`) is counted in bytes into that piece
+    when the text there spells the piece (`▁` a space, or nothing for the dummy prefix), and
+    otherwise (the normalizer changed it) gives the op piece's whole span."""
+
+    def __init__(self, pieces, unk_id):
+        super().__init__()
+        spellings = [piece.replace("\u2581", " ") for piece in pieces]
+        # One character; no boundary falls inside it, so its spelling is never compared.
+        spellings[unk_id] = "\u2581"
+        byte_ends = [np.cumsum([0] + [len(c.encode("utf-8")) for c in s]) for s in spellings]
+        self._char_counts = tf.constant([len(s) for s in spellings], tf.int64)
+        self._byte_ends = tf.constant(np.concatenate(byte_ends), tf.int64)
+        self._byte_ends_splits = tf.constant(
+            np.cumsum([0] + [len(ends) for ends in byte_ends])[:-1], tf.int64)
+        self._spellings = tf.constant(spellings)
+
+    def _char_spans(self, ids):
+        """Row, and first and last character + 1 in its normalized text, of each piece,
+        as sortable keys `row * 2**32 + character`."""
+        lengths = tf.gather(self._char_counts, ids.flat_values)
+        ends = tf.cumsum(lengths)
+        rows = tf.cast(ids.value_rowids(), tf.int64)
+        row_start = tf.gather(tf.pad(ends, [[1, 0]]),
+                              tf.gather(tf.cast(ids.row_splits, tf.int64), rows))
+        row_key = rows * 2**32 - row_start
+        return rows, row_key + ends - lengths, row_key + ends
+
+    def __call__(self, spelled, ids, op_ids, op_starts, op_ends):
+        """Flat int64 byte offsets `(starts, ends)` in `spelled` of the pieces `ids`, from the
+        op's `op_ids`, `op_starts` and `op_ends` (ragged, same rows)."""
+        rows, begin_keys, end_keys = self._char_spans(ids)
+        _, op_begin_keys, op_end_keys = self._char_spans(op_ids)
+        # One sentinel op piece keeps the gathers valid where a text has none.
+        op_begin_keys, op_end_keys = (tf.pad(k, [[0, 1]], constant_values=-1)
+                                      for k in (op_begin_keys, op_end_keys))
+        op_ids, op_starts, op_ends = (tf.pad(tf.cast(x.flat_values, tf.int64), [[0, 1]])
+                                      for x in (op_ids, op_starts, op_ends))
+        last = tf.size(op_ids, out_type=tf.int64) - 1
+        text = tf.gather(spelled, rows)
+        text_length = tf.cast(tf.strings.length(text), tf.int64)
+
+        def locate(keys, op_index, op_keys, op_offsets):
+            """Offsets of piece boundaries `keys`, in or at the end of op piece `op_index`."""
+            op_index = tf.clip_by_value(op_index, 0, last)
+            piece, start, end, offset = (tf.gather(x, op_index)
+                                         for x in (op_ids, op_starts, op_ends, op_offsets))
+            # Within the text, should the two ops ever split it differently.
+            end = tf.minimum(end, text_length)
+            start = tf.minimum(start, end)
+            count = tf.gather(self._char_counts, piece)
+            within = tf.clip_by_value(keys - tf.gather(op_begin_keys, op_index), 0, count)
+            first = tf.gather(self._byte_ends_splits, piece)
+            into, length = (tf.gather(self._byte_ends, first + n) for n in (within, count))
+            spelling = tf.gather(self._spellings, piece)
+            in_text = tf.strings.substr(text, start, end - start)
+            # `▁x` spelled as "x": the dummy prefix at the start of a text.
+            after_prefix = (tf.strings.substr(spelling, 0, 1) == " ") & (
+                in_text == tf.strings.substr(spelling, tf.ones_like(length), length - 1))
+            counted = tf.where(in_text == spelling, start + into,
+                               tf.where(after_prefix, tf.maximum(start + into - 1, start), offset))
+            return tf.where(tf.gather(op_keys, op_index) == keys, offset, counted)
+
+        starts = locate(begin_keys, tf.searchsorted(op_begin_keys[:-1], begin_keys,
+                                                    side="right", out_type=tf.int64) - 1,
+                        op_begin_keys, op_starts)
+        ends = locate(end_keys, tf.searchsorted(op_end_keys[:-1], end_keys, side="left",
+                                                out_type=tf.int64),
+                      op_end_keys, op_ends)
+        return starts, ends

@@ -84,6 +84,11 @@ def test_ops_outside_the_allowlists_are_reported():
     trim = traced(lambda a, b: trimmer.trim([a, b]), ids, ids)
     op_types = graph_op_types(trim.get_concrete_function())
     assert unsupported_tf_serving_ops(op_types) == {"TFText>RoundRobinTrim"}
+    # Of the TFText> ops, only the fast SentencePiece tokenizer is allowed (TF Serving 2.20).
+    fast_sentencepiece = {"TFText>FastSentencepieceTokenize", "TFText>FastSentencepieceDetokenize",
+                          "TFText>ByteSplitWithOffsets"}
+    assert unsupported_tf_serving_ops(fast_sentencepiece) == fast_sentencepiece - {
+        "TFText>FastSentencepieceTokenize"}
     assert unsupported_tflite_ops({"ADD", "FastBertNormalize", "FlexRaggedRange"}) == {
         "FlexRaggedRange"
     }
