@@ -43,7 +43,8 @@ _TASKS = {"BertClassifier": "classify", "BertSpanLabeler": "squad",
           "BertTokenClassifier": "ner", "BertMultipleChoice": "choice"}
 # How a run was trained: its arguments worth a line of the model card, in card order.
 _TRAINING_ARGUMENTS = {
-    "task": "task", "checkpoint": "started from", "preset": "architecture",
+    "task": "task", "checkpoint": "started from", "teacher": "distilled from",
+    "preset": "architecture",
     "train": "training data", "tfds": "TensorFlow Datasets task", "epochs": "epochs",
     "batch_size": "batch size", "learning_rate": "peak learning rate",
     "warmup_fraction": "warmup fraction", "optimizer": "optimizer",

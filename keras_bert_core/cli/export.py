@@ -1,6 +1,8 @@
 """`kbc export`: a fine-tuned model as a SavedModel (TF Serving) and/or TFLite files, both
 taking raw text (RoBERTa's TFLite files take token ids: its byte-level BPE tokenizer has no
-TFLite ops)."""
+TFLite ops), and/or a preset folder (`keras_bert_core.checkpoints.presets`) that
+`kbc.from_preset` loads and `kbc export`, `predict`, `evaluate` and `finetune --checkpoint`
+take as they take the run."""
 
 import contextlib
 import os
@@ -11,7 +13,9 @@ from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import load_finetuned
 from keras_bert_core.files import replaced_when_complete
 
-FORMATS = ("saved_model", "tflite")
+FORMATS = ("saved_model", "tflite", "preset")
+DEFAULT_FORMATS = ("saved_model", "tflite")
+PRESET_FOLDER = "preset"
 # TFLite variants: float32, int8 weights (dynamic range), float16 weights, full integer
 # (int8 weights and activations, calibrated on --calibration texts).
 TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16",
@@ -19,11 +23,15 @@ TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16",
 
 
 def add_arguments(parser):
-    parser.add_argument("model", help="a kbc fine-tuning run directory, or its model.keras")
+    parser.add_argument("model", help="a kbc fine-tuning run directory, its model.keras, or "
+                                      "a preset folder")
     parser.add_argument("-o", "--output", required=True, metavar="DIR",
-                        help="folder to write: saved_model/ and model*.tflite")
-    parser.add_argument("--format", nargs="+", choices=FORMATS, default=list(FORMATS),
-                        help="what to write")
+                        help="folder to write: saved_model/, model*.tflite and preset/")
+    parser.add_argument("--format", nargs="+", choices=FORMATS, default=list(DEFAULT_FORMATS),
+                        help="what to write; preset: a folder with the model, its vocabulary, "
+                             "casing, sequence length, labels and a model card (README.md), "
+                             "which kbc.from_preset(folder) loads and kbc export, predict, "
+                             "evaluate and finetune --checkpoint take")
     parser.add_argument("--tflite-variants", nargs="+", choices=sorted(TFLITE_VARIANTS),
                         default=["float32"],
                         help="TFLite weights: float32 (model.tflite), dynamic (int8 weights, "
@@ -63,18 +71,24 @@ def _task_options(task):
             "max_answer_length": task.settings["max_answer_length"]}
 
 
-def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=("float32",),
-           name=None, limits=None, calibration=None, tflite_fixed_shape=False):
+def export(model, task, preprocessor, output, formats=DEFAULT_FORMATS,
+           tflite_variants=("float32",), name=None, limits=None, calibration=None,
+           tflite_fixed_shape=False, source=None):
     """Writes the exports into `output`; returns `{export path: size in bytes}`. `limits`:
     the SavedModel's `max_batch_size` and `max_text_bytes` (its defaults if not given); the
     `.tflite` files take the same `max_text_bytes` (they have no batch limit).
     `calibration`: the int8 variant's calibration texts, dicts keyed by the text inputs.
-    `tflite_fixed_shape`: pad the `.tflite` files' texts to `seq_length`."""
+    `tflite_fixed_shape`: pad the `.tflite` files' texts to `seq_length`. `source`: the run
+    or preset the model was loaded from, whose training record goes into a preset's card."""
     from keras_bert_core.export import export_saved_model, export_tflite
 
     options = _task_options(task)
     tflite_inputs = tflite_input_kind(preprocessor)
     written = []
+    if "preset" in formats:
+        with stage("writing the preset"):
+            written.append(write_preset(model, task, preprocessor,
+                                        os.path.join(output, PRESET_FOLDER), source))
     text_limit = {key: value for key, value in (limits or {}).items()
                   if key == "max_text_bytes"}
     if "saved_model" in formats:
@@ -97,6 +111,17 @@ def export(model, task, preprocessor, output, formats=FORMATS, tflite_variants=(
                     calibration_texts=calibration if variant == "int8" else None,
                     static_shape=True if tflite_fixed_shape else None))
     return {path: _size(path) for path in written}
+
+
+def write_preset(model, task, preprocessor, path, source=None):
+    """Saves a fine-tuned model as a preset folder, with the task settings that `kbc`
+    reads it by and, from `source` (its run or preset), how it was trained and its
+    metrics."""
+    from keras_bert_core.checkpoints.presets import save_to_preset, training_record
+
+    training, metrics = training_record(source) if source else ({}, {})
+    return save_to_preset(model, preprocessor, path, task_settings=task.settings,
+                          training=training, metrics=metrics)
 
 
 @contextlib.contextmanager
@@ -242,7 +267,8 @@ def run(args):
     with replaced_when_complete(args.output) as partial:
         os.makedirs(partial)
         sizes = export(model, task, preprocessor, partial, args.format, args.tflite_variants,
-                       args.name, limits, calibration, args.tflite_fixed_shape)
+                       args.name, limits, calibration, args.tflite_fixed_shape,
+                       source=args.model)
         if int8:
             _report_int8_agreement(partial, args.tflite_variants, model, preprocessor, task,
                                    calibration, limits)

@@ -358,10 +358,14 @@ def load_tfds(task, name, split, data_dir=None):
 
 
 def load_finetuned(path):
-    """`(model, task, preprocessor)` of a `kbc finetune` run, given its folder or model."""
+    """`(model, task, preprocessor)` of a `kbc finetune` run, given its folder or model, or
+    of a preset folder (`keras_bert_core.checkpoints.presets`)."""
     from keras_bert_core.checkpoints.keras_file import load_model
+    from keras_bert_core.checkpoints.presets import is_preset
     from keras_bert_core.text import BertPreprocessor
 
+    if is_preset(path):
+        return _load_preset(path)
     folder = run_directory_of(path)
     if folder is None:
         raise UserError(f"{path} is not a kbc fine-tuning run: its folder has no config.json "
@@ -386,3 +390,15 @@ def load_finetuned(path):
     except ValueError as e:
         raise UserError(f"{folder}: {e}" if folder not in str(e) else str(e)) from None
     return model, task, preprocessor
+
+
+def _load_preset(path):
+    """`(model, task, preprocessor)` of a preset folder that holds a task model."""
+    from keras_bert_core.checkpoints.presets import from_preset, read_preset
+
+    settings = read_preset(path).get("task")
+    if not settings or settings.get("name") not in TASKS:
+        raise UserError(f"{path} is a preset of an encoder, not of a fine-tuned model; "
+                        f"fine-tune it first: kbc finetune --checkpoint {path} ...")
+    model, preprocessor = from_preset(path)
+    return model, TASKS[settings["name"]](settings), preprocessor

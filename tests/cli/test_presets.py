@@ -1,0 +1,163 @@
+"""Presets through `kbc`, each command in a process of its own: `kbc export --format preset`
+writes one from a fine-tuned run, which loads in a fresh Python process into a model that
+answers raw text as the run does, and which `kbc predict`, `kbc export` and
+`kbc finetune --checkpoint` take; a cased Hugging Face checkpoint fine-tunes cased with no
+flag; and what is not a fine-tuned preset ends in one line."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tests.cli.conftest import DATA
+
+FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",
+                        "families")
+TEXTS = ["A warm, funny film.", "The plot drags.", "It was fine."]
+ENVIRONMENT = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def run_kbc(*argv):
+    """`kbc ARGS...` in a process of its own."""
+    return subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
+                          capture_output=True, text=True, env=ENVIRONMENT, timeout=400)
+
+
+def json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if ": error: " in line]
+
+
+@pytest.fixture(scope="module")
+def run_preset(classify_run, tmp_path_factory):
+    """The preset `kbc export --format preset` writes from the fine-tuned classifier run."""
+    output = tmp_path_factory.mktemp("exports") / "export"
+    exported = run_kbc("export", classify_run, "-o", output, "--format", "preset")
+    assert exported.returncode == 0, exported.stderr
+    return output / "preset"
+
+
+@pytest.mark.slow
+def test_a_preset_from_a_run_answers_raw_text_as_the_run_in_a_fresh_process(
+        classify_run, run_preset, tmp_path):
+    from keras_bert_core.cli.tasks import load_finetuned
+
+    assert {"preset.json", "config.json", "model.keras", "vocab.txt", "tokenizer_config.json",
+            "README.md"} <= set(os.listdir(run_preset))
+    # The card says how the run trained and what it scored.
+    card = (run_preset / "README.md").read_text()
+    accuracy = json.loads((classify_run / "metrics.json").read_text())["validation"]["accuracy"]
+    for expected in ("| command | kbc finetune |", "| training data | sentiment.csv |",
+                     "| epochs | 2 |", f"| validation accuracy | {accuracy:.4g} |",
+                     "`negative`, `neutral`, `positive`"):
+        assert expected in card
+    assert str(classify_run) not in card  # no local paths in a card meant to be shared
+
+    script = textwrap.dedent(f"""
+        import json
+        import keras_bert_core as kbc
+        model, _ = kbc.from_preset({str(run_preset)!r})
+        logits = model.predict({TEXTS!r}, verbose=0)
+        print(json.dumps(logits.tolist()))
+        """)
+    fresh = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=ENVIRONMENT, timeout=300)
+    assert fresh.returncode == 0, fresh.stderr
+    model, _, preprocessor = load_finetuned(str(classify_run))
+    np.testing.assert_allclose(json.loads(fresh.stdout.splitlines()[-1]),
+                               model.predict(preprocessor(TEXTS), verbose=0), atol=1e-5)
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    answers = [run_kbc("predict", source, "--input", texts)
+               for source in (classify_run, run_preset)]
+    assert all(a.returncode == 0 for a in answers), answers[1].stderr
+    assert json_lines(answers[1].stdout) == json_lines(answers[0].stdout)
+
+
+@pytest.mark.slow
+def test_export_and_finetune_take_a_preset_folder(classify_run, run_preset, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n")
+    output = tmp_path / "export"
+    exported = run_kbc("export", run_preset, "-o", output, "--format", "saved_model")
+    assert exported.returncode == 0, exported.stderr
+    served = run_kbc("predict", output / "saved_model", "--input", texts)
+    assert served.returncode == 0, served.stderr
+    expected = json_lines(run_kbc("predict", classify_run, "--input", texts).stdout)
+    for answer, run_answer in zip(json_lines(served.stdout), expected, strict=True):
+        assert answer["label_name"] == run_answer["label"]
+        assert answer["probabilities"] == pytest.approx(
+            [run_answer["probabilities"][name] for name in ("negative", "neutral", "positive")],
+            abs=1e-4)
+
+    run_dir = tmp_path / "from_preset"
+    trained = run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                      "--text-column", "review", "--checkpoint", run_preset,
+                      "--seq-length", 32, "--batch-size", 2, "--epochs", 1,
+                      "--run-dir", run_dir)
+    assert trained.returncode == 0, trained.stderr
+    config = json.loads((run_dir / "config.json").read_text())
+    preset = json.loads((run_preset / "preset.json").read_text())
+    assert config["task"]["lower_case"] is preset["lower_case"] is True
+    assert (run_dir / "vocab.txt").read_text() == (run_preset / "vocab.txt").read_text()
+    assert config["model_config"] == json.loads(
+        (classify_run / "config.json").read_text())["model_config"]
+
+
+@pytest.mark.slow
+def test_a_cased_hugging_face_checkpoint_fine_tunes_cased_without_flags(tmp_path):
+    import keras_bert_core as kbc
+
+    cased = tmp_path / "cased"
+    shutil.copytree(os.path.join(FAMILIES, "distilbert"), cased)
+    settings = json.loads((cased / "tokenizer_config.json").read_text())
+    (cased / "tokenizer_config.json").write_text(json.dumps({**settings,
+                                                             "do_lower_case": False}))
+    run_dir = tmp_path / "run"
+    trained = run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                      "--text-column", "review", "--checkpoint", cased, "--seq-length", 16,
+                      "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
+    assert trained.returncode == 0, trained.stderr
+    assert json.loads((run_dir / "config.json").read_text())["task"]["lower_case"] is False
+    assert json.loads((run_dir / "tokenizer_config.json").read_text()) == {
+        "do_lower_case": False}
+    _, preprocessor = kbc.from_preset(run_dir)
+    assert preprocessor.lower_case is False
+
+
+@pytest.mark.slow
+def test_what_is_not_a_fine_tuned_preset_ends_in_one_line(tmp_path):
+    import keras_bert_core as kbc
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "film"]
+    encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=len(vocab),
+                                                    max_position_embeddings=16))
+    preset = tmp_path / "encoder"
+    kbc.save_to_preset(encoder, kbc.BertPreprocessor(vocab, seq_length=16), preset)
+    refused = run_kbc("export", preset, "-o", tmp_path / "out")
+    assert refused.returncode == 2
+    assert error_lines(refused.stderr) == [
+        f"kbc export: error: {preset} is a preset of an encoder, not of a fine-tuned model; "
+        f"fine-tune it first: kbc finetune --checkpoint {preset} ..."]
+
+    assert not (tmp_path / "out").exists()
+
+    broken = tmp_path / "classifier"
+    kbc.save_to_preset(kbc.BertClassifier(encoder, num_classes=2),
+                       kbc.BertPreprocessor(vocab, seq_length=16), broken)
+    os.remove(broken / "model.keras")
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a film\n")
+    refused = run_kbc("predict", broken, "--input", texts)
+    assert refused.returncode == 2
+    assert error_lines(refused.stderr) == [
+        f"kbc predict: error: {broken}: an incomplete preset: it lacks model.keras"]
