@@ -22,7 +22,8 @@ COMMANDS = {
     "distill": ("distill", "distill a fine-tuned model into a smaller student"),
     "evaluate": ("evaluate", "score a fine-tuned model on labeled data"),
     "predict": ("predict", "run a fine-tuned model or an export on texts from a file or stdin"),
-    "export": ("export", "export a fine-tuned model as a SavedModel and/or TFLite file"),
+    "export": ("export", "export a fine-tuned model as a SavedModel, TFLite files and/or a "
+                         "preset folder (kbc.from_preset)"),
     "convert": ("convert", "convert a Hugging Face / TF1 / Model Garden checkpoint to .keras"),
     "demo": ("demo", "vocab, pretraining, fine-tuning and exports on Python's docstrings"),
 }

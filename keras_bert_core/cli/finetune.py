@@ -46,7 +46,8 @@ def add_arguments(parser):
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="pretrained weights: a Hugging Face folder (BERT, RoBERTa, "
                              "ALBERT, DistilBERT), a google-research or Model Garden "
-                             "checkpoint, a .keras file or a kbc run; the model's family "
+                             "checkpoint, a .keras file, a kbc run or a preset folder "
+                             "(kbc export --format preset); the model's family "
                              "brings its own classification head and packing. Default: a "
                              "new model from --preset/--config")
     add_model_options(parser)
