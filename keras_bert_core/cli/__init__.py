@@ -77,8 +77,20 @@ def build_parser():
             name, help=summary, description=summary,
             formatter_class=_HelpFormatter)
         importlib.import_module(f"keras_bert_core.cli.{module_name}").add_arguments(sub)
+        add_message_options(sub)
         sub.set_defaults(module=module_name)
     return parser
+
+
+def add_message_options(parser):
+    """`--quiet` and `--tf-logs`, which every command takes."""
+    group = parser.add_argument_group("messages")
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="print only errors and the result: no progress bars, Keras step "
+                            "logs, notes or summaries")
+    group.add_argument("--tf-logs", action="store_true",
+                       help="show TensorFlow's C++ log, which kbc hides (unless "
+                            "TF_CPP_MIN_LOG_LEVEL is set)")
 
 
 def user_error_message(error):
@@ -97,19 +109,27 @@ def user_error_message(error):
 
 
 def main(argv=None):
-    # TensorFlow's C++ start-up lines (even "failed call to cuInit" on machines without a
-    # GPU, logged as an error) are noise to a user; TF_CPP_MIN_LOG_LEVEL set by the user wins.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from keras_bert_core.cli.common import apply_tf_log_level_to_absl, quiet_messages
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # loads no TensorFlow
     if args.command is None:
         parser.print_help()
         return 0
+    # TensorFlow's C++ start-up lines (even "failed call to cuInit" on machines without a
+    # GPU, logged as an error) are noise to a user: hidden unless asked for with --tf-logs;
+    # TF_CPP_MIN_LOG_LEVEL set by the user wins over the default.
+    if args.tf_logs:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    apply_tf_log_level_to_absl()
     if args.command in TRAINING_COMMANDS:  # before the subcommand loads TensorFlow
         for name, value in training_environment(platform.machine()).items():
             os.environ.setdefault(name, value)
     try:
-        return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
+        with quiet_messages(args.quiet):
+            return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
     except KeyboardInterrupt:
         print(f"kbc {args.command}: interrupted", file=sys.stderr)
         return 130

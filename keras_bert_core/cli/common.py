@@ -18,6 +18,12 @@ CONFIG_FILE = "config.json"
 MODEL_FILE = "model.keras"
 VOCAB_FILE = "vocab.txt"
 
+# `--optimizer` and `--strategy` choices: `training.optimizers.create_optimizer`'s and
+# `training.distribution.STRATEGIES` (not imported here: both modules load TensorFlow, and
+# `kbc --help` must answer without it; tests/cli/test_training_flags.py checks they agree).
+OPTIMIZERS = ("adamw", "lamb")
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
+
 
 VOCAB_HELP = ("the vocabulary: a WordPiece vocab.txt (BERT, DistilBERT), a byte-level BPE "
               "vocab.json with merges.txt beside it (RoBERTa), a SentencePiece .model "
@@ -73,9 +79,9 @@ class TrainingOptions(_Options):
     >>> import argparse
     >>> parser = argparse.ArgumentParser()
     >>> add_training_options(parser, batch_size=32, learning_rate=5e-5)
-    >>> TrainingOptions.from_args(parser.parse_args(["--xla"]))
+    >>> TrainingOptions.from_args(parser.parse_args(["--xla", "--optimizer", "lamb"]))
     TrainingOptions(learning_rate=5e-05, warmup_fraction=0.1, seed=0, strategy='default', \
-tpu_address=None, mixed_precision=None, xla=True)
+tpu_address=None, mixed_precision=None, xla=True, optimizer='lamb', accumulation_steps=1)
     """
 
     learning_rate: float
@@ -85,6 +91,8 @@ tpu_address=None, mixed_precision=None, xla=True)
     tpu_address: str | None = None
     mixed_precision: str | None = None
     xla: bool = False
+    optimizer: str = "adamw"
+    accumulation_steps: int = 1
 
 
 def add_model_options(parser):
@@ -105,12 +113,19 @@ def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1)
     group.add_argument("--batch-size", type=positive_int, default=batch_size,
                        help="global batch size, split across replicas")
     group.add_argument("--learning-rate", type=float, default=learning_rate,
-                       help="peak learning rate (AdamW, linear warmup then linear decay)")
+                       help="peak learning rate (linear warmup then linear decay)")
     group.add_argument("--warmup-fraction", type=float, default=warmup_fraction,
-                       help="fraction of the steps spent warming up")
-    group.add_argument("--strategy", default="default",
-                       help="tf.distribute strategy: default, one_device, mirrored, "
-                            "multi_worker (reads TF_CONFIG) or tpu")
+                       help="fraction of the optimizer updates spent warming up")
+    group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
+                       help="adamw (BERT's), or lamb (layer-wise trust ratios, for large "
+                            "batches); both decay weights but LayerNorm and biases, and clip "
+                            "gradients to global norm 1")
+    group.add_argument("--accumulation-steps", type=positive_int, default=1, metavar="N",
+                       help="average the gradients of N batches into each optimizer update: "
+                            "the updates of a batch N times --batch-size, in the memory of "
+                            "one (the learning-rate schedule counts updates)")
+    group.add_argument("--strategy", choices=STRATEGIES, default="default",
+                       help="tf.distribute strategy (multi_worker reads TF_CONFIG)")
     group.add_argument("--tpu-address", help="for --strategy tpu: 'local', a name or grpc://")
     group.add_argument("--mixed-precision", choices=("float16", "bfloat16"),
                        help="compute in this dtype, keep float32 weights")
@@ -164,9 +179,82 @@ def int_at_least(least):
     return parse
 
 
+def apply_tf_log_level_to_absl():
+    """Gives TF_CPP_MIN_LOG_LEVEL's level to absl's C++ log too, which ignores it: XLA logs
+    through absl (e.g. "Compiled cluster using XLA!" at the first compiled step, after a
+    line saying absl's log is not initialized). Call it before TensorFlow loads: it loads
+    TensorFlow's framework library alone (fast), whose absl keeps the level. Best effort:
+    a TensorFlow whose library lacks the function keeps its log."""
+    import ctypes
+    import importlib.util
+    import mmap
+    import re
+
+    try:
+        level = min(max(int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")), 0), 3)
+        spec = importlib.util.find_spec("tensorflow")
+        library = os.path.join(spec.submodule_search_locations[0],
+                               "libtensorflow_framework.so.2")
+        # absl::SetMinLogLevel's name holds absl's release (absl::lts_20250127::...), which
+        # changes with TensorFlow's: find it in the library's symbol names.
+        with open(library, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            found = re.search(
+                rb"_ZN4absl\d+lts_\d+14SetMinLogLevelENS0_18LogSeverityAtLeastE", m)
+            name = found and found.group().decode()  # read before the map closes
+        if not name:
+            return
+        set_min_log_level = getattr(ctypes.CDLL(library), name)
+    except (ValueError, AttributeError, OSError):  # no such library or symbol
+        return
+    set_min_log_level.argtypes = [ctypes.c_int]
+    set_min_log_level(level)  # absl's severities number as TensorFlow's: INFO 0 ... FATAL 3
+
+
+class _Messages:
+    quiet = False  # `--quiet`, set by `quiet_messages` while a command runs
+
+
+@contextlib.contextmanager
+def quiet_messages(quiet=True):
+    """`--quiet`: while inside, `say`, `stage` and `progress` are silent, and so are Keras's
+    progress bars and step logs, TensorFlow's Python warnings and Python's warnings. Errors
+    (which `kbc` prints) and results (stdout) remain. Everything is restored on the way out.
+
+    Example:
+    >>> with quiet_messages():
+    ...     say("not shown")
+    """
+    if not quiet:
+        yield
+        return
+    import logging
+    import warnings
+
+    import keras
+
+    tensorflow_logger = logging.getLogger("tensorflow")
+    level, interactive = tensorflow_logger.level, keras.config.is_interactive_logging_enabled()
+    # Without interactive logging Keras sends its progress bars and epoch lines to absl's
+    # INFO log, which nothing shows.
+    keras.config.disable_interactive_logging()
+    tensorflow_logger.setLevel(logging.ERROR)
+    _Messages.quiet = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        _Messages.quiet = False
+        tensorflow_logger.setLevel(level)
+        if interactive:
+            keras.config.enable_interactive_logging()
+
+
 def say(message):
-    """Progress and notes go to stderr, so stdout carries only results."""
-    print(message, file=sys.stderr, flush=True)
+    """Progress and notes go to stderr, so stdout carries only results; none under
+    `--quiet`."""
+    if not _Messages.quiet:
+        print(message, file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -179,10 +267,11 @@ def stage(title):
 
 
 def progress(items, title):
-    """A progress bar on stderr around an iterable (tqdm, which tensorflow-datasets brings)."""
+    """A progress bar on stderr around an iterable (tqdm, which tensorflow-datasets brings);
+    none under `--quiet`."""
     from tqdm.auto import tqdm
 
-    return tqdm(items, desc=title, file=sys.stderr, leave=False)
+    return tqdm(items, desc=title, file=sys.stderr, leave=False, disable=_Messages.quiet)
 
 
 def run_directory_of(path):
@@ -403,10 +492,22 @@ def training_scope(options, strategy):
 
 
 def compile_for_training(model, options, num_train_steps):
-    """Compiles a task model with its default loss and BERT's AdamW on a warmup + linear
-    decay schedule over `num_train_steps`, with XLA if `--xla` (`options`: `TrainingOptions`)."""
+    """Compiles a task model with its default loss and `--optimizer` (BERT's AdamW or LAMB)
+    on a warmup + linear decay schedule, with XLA if `--xla` (`options`: `TrainingOptions`).
+
+    `num_train_steps` counts batches; with `--accumulation-steps N` every N batches make one
+    update, and the schedule warms up and decays over the updates (a last incomplete group
+    of batches is left out of the schedule: its update never happens)."""
     from keras_bert_core.training import create_optimizer
 
-    warmup = int(options.warmup_fraction * num_train_steps)
-    model.compile(optimizer=create_optimizer(options.learning_rate, num_train_steps, warmup),
-                  jit_compile=True if options.xla else "auto")
+    accumulation = options.accumulation_steps
+    updates = num_train_steps // accumulation
+    if updates < 1:
+        raise UserError(f"--accumulation-steps {accumulation} is more than the "
+                        f"{num_train_steps} batches of the whole run: no update would happen; "
+                        "lower it, or train for more steps")
+    optimizer = create_optimizer(options.learning_rate, updates,
+                                 int(options.warmup_fraction * updates),
+                                 optimizer=options.optimizer,
+                                 gradient_accumulation_steps=accumulation)
+    model.compile(optimizer=optimizer, jit_compile=True if options.xla else "auto")

@@ -1,6 +1,8 @@
 """`kbc pretrain`: masked-LM + next-sentence, masked-LM + sentence-order (ALBERT), or
 masked-LM only pretraining from raw text or TFRecords."""
 
+import os
+
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
     ModelOptions,
@@ -25,7 +27,12 @@ from keras_bert_core.cli.common import (
     under_global_dtype_policy,
     vocabulary_size,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
+from keras_bert_core.cli.run_dir import (
+    RunDirectory,
+    claim_output,
+    default_run_dir,
+    resumed_arguments,
+)
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
 PAIR_TASKS = ("next_sentence", "sentence_order", "none")
@@ -64,6 +71,21 @@ def add_arguments(parser):
                         help="the same as --pair-task none: masked LM only, as RoBERTa: no "
                              "pair head, and each row of text input is one run of "
                              "consecutive sentences")
+    parser.add_argument("--pack", action="store_true",
+                        help="fill each row with several short documents (chunks of a long "
+                             "one) instead of padding one: masked LM only, so the pair task "
+                             "defaults to none (refused with a pair task); text input only")
+    tfrecords = parser.add_argument_group(
+        "writing TFRecords (then `kbc pretrain DIR/*.tfrecord --vocab DIR` trains on them)")
+    tfrecords.add_argument("--write-tfrecords", metavar="DIR",
+                           help="write the text corpus's unmasked rows (pairs for the pair "
+                                "task) as TFRecord shards into DIR, with the vocabulary, and "
+                                "exit without training; masks are drawn when they are read")
+    tfrecords.add_argument("--shards", type=positive_int, default=1,
+                           help="--write-tfrecords: files to spread the rows over")
+    tfrecords.add_argument("--dupe-factor", type=positive_int, default=1, metavar="N",
+                           help="--write-tfrecords: passes over the corpus, each cutting "
+                                "other pairs")
     add_model_options(parser)
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="continue pretraining these weights (any supported format, or "
@@ -98,6 +120,27 @@ def resolve_pair_task(args, family=None):
     return args
 
 
+def check_packing(args):
+    """`--pack` trains the masked LM alone on rows of text files; a pair task (given, or
+    a resumed run's) and TFRecord input are refused. Without `--pair-task`, `--pack` sets
+    it to none."""
+    if not args.pack:
+        return
+    if is_tfrecords(args.inputs):
+        raise UserError("--pack packs the documents of text files, and these inputs are "
+                        "TFRecords, whose rows are made already; leave out --pack")
+    if args.pair_task is None and args.next_sentence:
+        args.pair_task = "none"
+    elif args.pair_task not in (None, "none"):
+        raise UserError(f"--pack puts several documents in a row, which leaves no sentence "
+                        f"pairs for --pair-task {args.pair_task}; pack with --pair-task none "
+                        "(masked LM only), or leave out --pack")
+
+
+def is_tfrecords(inputs):
+    return bool(inputs) and all(path.endswith(TFRECORD_SUFFIXES) for path in inputs)
+
+
 def check_pair_task(config, pair_task, source):
     """A pair task needs the pooler its head reads; DistilBERT has none."""
     if pair_task != "none" and not config.pooler:
@@ -119,7 +162,7 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
 
     task = None if pair_task == "none" else pair_task
     try:
-        if all(path.endswith(TFRECORD_SUFFIXES) for path in inputs):
+        if is_tfrecords(inputs):
             recorded = tfrecords_pair_task(inputs)
             if task and recorded is None:
                 raise UserError(f"{inputs[0]}: these TFRecords hold no next-sentence labels "
@@ -138,14 +181,90 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                 pair_task=task, max_ngram=max_ngram)
     except ValueError as e:  # an empty file, a bad sequence length
         raise UserError(str(e)) from None
-    # An empty stream would make `fit` end at once with a NaN loss, as if it had trained.
+    hint = (" (next-sentence rows need documents of two or more sentences, one a line)"
+            if task == "next_sentence" else "")
+    check_not_empty(dataset, inputs, batch_size, seq_length, hint)
+    return dataset.repeat()
+
+
+def packed_pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
+                            whole_word_masking=False, seed=None, max_ngram=1):
+    """Endless masked-LM batches `(x, y, sample_weight)` of packed rows (`--pack`): the
+    corpus cut into documents (a long one into chunks of consecutive sentences, as
+    masked-LM-only rows are cut), each `[CLS] ... [SEP]` (`<s> ... </s>`), several to a
+    row (`text.pretraining_packing`); `padding_mask` holds each token's document id."""
+    import tensorflow as tf
+
+    from keras_bert_core.text.masking import MaskedLMMasker
+    from keras_bert_core.text.pretraining_packing import packed_dataset
+    from keras_bert_core.text.pretraining_pairs import sentence_pairs
+
+    try:
+        chunks = sentence_pairs(inputs, tokenizer, seq_length, short_seq_prob=0.1, seed=seed,
+                                document_buffer_size=1000, window_size=32, pair_task=None)
+    except ValueError as e:  # an empty file, a bad sequence length
+        raise UserError(str(e)) from None
+    start, end = tokenizer.cls_id, tokenizer.sep_id
+    documents = chunks.shuffle(10_000, seed=seed).map(
+        lambda tokens, _, __: tf.concat([[start], tf.cast(tokens, tf.int32), [end]], 0))
+    masker = MaskedLMMasker(tokenizer, max_predictions_per_seq=max_predictions,
+                            whole_word_masking=whole_word_masking, max_ngram=max_ngram)
+    batches = packed_dataset(documents, seq_length, batch_size, masker, seed=seed)
+    # Packed rows have no pairs: the pretrainer has the masked-LM head alone.
+    return batches.map(lambda x, y, weights: (x, {"mlm": y["mlm"]}, {"mlm": weights["mlm"]}))
+
+
+def check_not_empty(dataset, inputs, batch_size, seq_length, hint=""):
+    """An empty stream would make `fit` end at once with a NaN loss, as if it had trained."""
     if not any(True for _ in dataset.take(1)):
-        hint = (" (next-sentence rows need documents of two or more sentences, one a line)"
-                if task == "next_sentence" else "")
         raise UserError(f"{', '.join(inputs)}: not enough text for one batch of {batch_size} "
                         f"rows of {seq_length} tokens{hint}; give more text or a smaller "
                         "--batch-size")
-    return dataset.repeat()
+
+
+def check_tfrecords_output(args, inputs):
+    """`--write-tfrecords DIR` reads text and trains nothing; DIR must be new (or
+    `--overwrite`)."""
+    if args.resume:
+        raise UserError("--write-tfrecords writes TFRecords and trains nothing; it cannot "
+                        "--resume a run")
+    if is_tfrecords(args.inputs):
+        raise UserError("--write-tfrecords writes TFRecords from text files, and these "
+                        "inputs are TFRecords already")
+    if args.pack:
+        raise UserError("--write-tfrecords writes unpacked rows (masks are drawn when they "
+                        "are read); leave out --pack")
+    claim_output(args.write_tfrecords, args.overwrite, inputs=inputs)
+
+
+def write_tfrecords(args, tokenizer):
+    """`--write-tfrecords DIR`: the corpus's rows for `args.pair_task` as TFRecord shards,
+    and the vocabulary beside them; DIR appears only when complete."""
+    import tensorflow as tf
+
+    from keras_bert_core.files import replaced_when_complete
+    from keras_bert_core.text.pretraining_tfrecords import write_pretraining_tfrecords
+    from keras_bert_core.text.vocabulary_files import write_vocabulary_files
+
+    output = args.write_tfrecords
+    pair_task = None if args.pair_task == "none" else args.pair_task
+    with replaced_when_complete(output) as partial:
+        os.makedirs(partial)
+        try:
+            shards = write_pretraining_tfrecords(
+                args.inputs, tokenizer, os.path.join(partial, "pretraining"),
+                seq_length=args.seq_length, num_shards=args.shards,
+                dupe_factor=args.dupe_factor, seed=args.seed, pair_task=pair_task)
+        except ValueError as e:  # an empty file, a bad sequence length
+            raise UserError(str(e)) from None
+        rows = sum(1 for _ in tf.data.TFRecordDataset(shards))
+        if not rows:
+            raise UserError(f"{', '.join(args.inputs)}: not enough text for one row of "
+                            f"{args.seq_length} tokens; give more text")
+        write_vocabulary_files(tokenizer, partial)
+    say(f"wrote {rows} rows ({args.pair_task} pairs task) in {args.shards} shard(s) of "
+        f"{args.seq_length} tokens to {output}")
+    print(output)
 
 
 def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, backup_every=50,
@@ -176,14 +295,18 @@ def run(args):
         args, saved = resumed_arguments(args, older_defaults={"next_sentence": True})
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
+    check_packing(args)
     if args.pair_task is not None or args.resume:  # a new model's default waits for its family
         resolve_pair_task(args)
-    training = TrainingOptions.from_args(args)
-    strategy = training_strategy(training, args.run_dir)
-    run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
     inputs = [*args.inputs, args.vocab, args.checkpoint, args.config]
-    if not args.resume:
-        run_dir.claim(args.overwrite, inputs)  # before the slow part
+    if args.write_tfrecords:
+        check_tfrecords_output(args, inputs)
+    else:
+        training = TrainingOptions.from_args(args)
+        strategy = training_strategy(training, args.run_dir)
+        run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
+        if not args.resume:
+            run_dir.claim(args.overwrite, inputs)  # before the slow part
     vocab_path = find_vocab(args.vocab, args.checkpoint)
     preprocessor = make_preprocessor(vocab_path, args.seq_length, args.cased)
     if args.vocab and args.checkpoint:
@@ -194,10 +317,19 @@ def run(args):
         resolve_pair_task(args, config.family)
         check_pair_task(config, args.pair_task, model_source(options))
     resolve_pair_task(args)
+    if args.write_tfrecords:
+        return write_tfrecords(args, preprocessor.tokenizer)
     max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
-    dataset = pretraining_data(args.inputs, preprocessor.tokenizer, args.seq_length,
-                               args.batch_size, max_predictions, args.whole_word_masking,
-                               args.seed, args.pair_task, args.max_ngram)
+    if args.pack:
+        dataset = packed_pretraining_data(
+            args.inputs, preprocessor.tokenizer, args.seq_length, args.batch_size,
+            max_predictions, args.whole_word_masking, args.seed, args.max_ngram)
+        check_not_empty(dataset, args.inputs, args.batch_size, args.seq_length)
+        dataset = dataset.repeat()
+    else:
+        dataset = pretraining_data(args.inputs, preprocessor.tokenizer, args.seq_length,
+                                   args.batch_size, max_predictions, args.whole_word_masking,
+                                   args.seed, args.pair_task, args.max_ngram)
     with training_scope(training, strategy):
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))

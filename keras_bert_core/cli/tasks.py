@@ -216,25 +216,43 @@ class Squad(Task):
         features = self._features(data, preprocessor)
         return features.dataset(batch_size, training, seed=seed), len(features)
 
-    def _answers(self, model, data, preprocessor, batch_size):
-        from keras_bert_core.tasks.question_answering import answers
-
+    def _logits(self, model, data, preprocessor, batch_size):
+        """`(features, start_logits, end_logits)` of `model` on `data`."""
         features = self._features(data, preprocessor)
         logits = model.predict(features.inputs, batch_size=batch_size, verbose=0)
-        return answers(data, features, logits["start_logits"], logits["end_logits"],
+        return features, logits["start_logits"], logits["end_logits"]
+
+    def _answers(self, data, features, start_logits, end_logits):
+        from keras_bert_core.tasks.question_answering import answers
+
+        return answers(data, features, start_logits, end_logits,
                        max_answer_length=self.settings["max_answer_length"],
                        null_score_threshold=0.0 if self.settings.get("version_2") else None)
 
     def evaluate(self, model, data, preprocessor, batch_size):
+        """Exact match and F1 of the answers kbc gives (no answer when `[CLS]` outscores the
+        best span, for a SQuAD 2.0 model). On data with unanswerable questions also the
+        null-score threshold with the best F1, and the scores at it (see
+        `best_null_score_threshold`)."""
+        from keras_bert_core.tasks.question_answering import best_null_score_threshold
         from keras_bert_core.tasks.squad import squad_metrics
 
-        answers = self._answers(model, data, preprocessor, batch_size)
-        return squad_metrics({answer["id"]: answer["answer"] for answer in answers}, data)
+        logits = self._logits(model, data, preprocessor, batch_size)
+        answers = self._answers(data, *logits)
+        metrics = squad_metrics({answer["id"]: answer["answer"] for answer in answers}, data)
+        if any(example.is_impossible for example in data):
+            best = best_null_score_threshold(
+                data, *logits, max_answer_length=self.settings["max_answer_length"])
+            metrics.update({"best_null_score_threshold": best["null_score_threshold"],
+                            "exact_match_at_best_threshold": best["exact_match"],
+                            "f1_at_best_threshold": best["f1"]})
+        return metrics
 
     def predict(self, model, data, preprocessor, batch_size):
         # The answer text without its offsets: the output kbc predict has always given.
         return [{key: answer[key] for key in ("id", "question", "answer")}
-                for answer in self._answers(model, data, preprocessor, batch_size)]
+                for answer in self._answers(
+                    data, *self._logits(model, data, preprocessor, batch_size))]
 
 
 class Ner(Task):

@@ -179,8 +179,20 @@ def squad_metrics(predictions, examples):
     for example in examples:
         if example.qas_id not in predictions:
             continue
-        prediction = predictions[example.qas_id]
-        truths = [text for text in example.answers if normalize_answer(text)] or [""]
-        exact += max(exact_match_score(prediction, truth) for truth in truths)
-        f1 += max(f1_score(prediction, truth) for truth in truths)
+        example_exact, example_f1 = answer_scores(predictions[example.qas_id], example)
+        exact += example_exact
+        f1 += example_f1
     return {"exact_match": 100.0 * exact / len(examples), "f1": 100.0 * f1 / len(examples)}
+
+
+def answer_scores(prediction, example):
+    """`(exact match, F1)` of one predicted answer text, each the best over the example's
+    gold answers, in [0, 1]; an impossible question (no gold answer) wants "".
+
+    Example:
+    >>> answer_scores("", SquadExample("q1", "Who?", "It rained.", is_impossible=True))
+    (1.0, 1.0)
+    """
+    truths = [text for text in example.answers if normalize_answer(text)] or [""]
+    return (max(exact_match_score(prediction, truth) for truth in truths),
+            max(f1_score(prediction, truth) for truth in truths))

@@ -38,6 +38,7 @@ import keras
 
 from keras_bert_core.errors import TrainingError
 from keras_bert_core.files import partial_path, remove
+from keras_bert_core.models.lora import add_lora_state, restore_lora_state
 from keras_bert_core.training.distribution import worker_role
 
 _BACKUP_NAME = "step_{:08d}.weights.h5"
@@ -60,7 +61,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
 class StepBackup(keras.callbacks.Callback):
     """Backs up the training state (model and optimizer weights) every `every_steps`
-    optimizer steps and at every epoch end, keeping the `keep` newest backups; `restore`
+    training steps and at every epoch end, keeping the `keep` newest backups; `restore`
     reads the newest intact one back. Each backup is written beside its final name and
     renamed into place when complete, so a kill never leaves a torn file under a backup's
     name (a file torn some other way is passed over by `restore`).
@@ -104,6 +105,7 @@ class StepBackup(keras.callbacks.Callback):
         for path in reversed(backups):
             try:
                 model.load_weights(path)
+                restore_lora_state(model, path)
             except Exception as error:  # noqa: BLE001 - torn, truncated or foreign files
                 warnings.warn(f"{path} cannot be read ({type(error).__name__}); trying the "
                               "backup before it", stacklevel=2)
@@ -131,6 +133,7 @@ class StepBackup(keras.callbacks.Callback):
         partial = partial_path(path)
         try:
             self.model.save_weights(partial)
+            add_lora_state(self.model, partial)  # save_weights keeps merged kernels only
             os.replace(partial, path)
         finally:
             remove(partial)
@@ -139,19 +142,23 @@ class StepBackup(keras.callbacks.Callback):
 
 
 def _step(model):
+    """Training steps (batches) so far. With gradient accumulation Keras's public
+    `iterations` counts optimizer updates, one per `gradient_accumulation_steps` batches;
+    its `_iterations` counts every batch, which is where a resumed run must continue."""
+    optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)  # loss scaling
     # convert_to_numpy reads distributed (mirrored) variables too.
-    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    return int(keras.ops.convert_to_numpy(optimizer._iterations))
 
 
 class MetricsLogger(keras.callbacks.Callback):
-    """Appends training metrics to a JSON-lines file: every `every_steps` optimizer steps
-    and at every epoch end (with validation metrics). Each line holds `step` (optimizer
-    updates so far, so it continues across restarts), `epoch`, `event` (`"step"` or
+    """Appends training metrics to a JSON-lines file: every `every_steps` training steps
+    and at every epoch end (with validation metrics). Each line holds `step` (training
+    steps so far, batches, so it continues across restarts), `epoch`, `event` (`"step"` or
     `"epoch"`), `learning_rate` and the logs Keras reports.
 
     Args:
         path: the `.jsonl` file; appended to, so a resumed run continues it.
-        every_steps: log every this many optimizer steps (a multiple of the model's
+        every_steps: log every this many training steps (a multiple of the model's
             `steps_per_execution`); `None` logs epoch ends only.
 
     Example:

@@ -156,3 +156,30 @@ def test_dataset_has_static_training_shapes(tokenizer):
     batch_inputs, batch_labels = next(iter(dataset))
     assert batch_inputs["padding_mask"].dtype.name == "int32"
     assert len(list(dataset)) == len(features) // 4
+
+
+def test_best_null_score_threshold_beats_every_other_threshold(tokenizer):
+    from keras_bert_core.tasks.question_answering import best_null_score_threshold
+
+    examples = load_squad(SQUAD_V2)
+    features = squad_features(examples, tokenizer, max_seq_length=32, doc_stride=8,
+                              max_query_length=12)
+
+    def scores(threshold, start_logits, end_logits):
+        return squad_metrics(extract_answers(examples, features, start_logits, end_logits,
+                                             null_score_threshold=threshold), examples)
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        start_logits, end_logits = rng.normal(0, 3, (2, *features.char_starts.shape))
+        best = best_null_score_threshold(examples, features, start_logits, end_logits)
+        # The scores it reports are those of answering with its threshold ...
+        at_best = scores(best["null_score_threshold"], start_logits, end_logits)
+        assert at_best == {"exact_match": best["exact_match"], "f1": best["f1"]}
+        # ... and no other threshold does better.
+        for threshold in np.linspace(-40, 40, 161):
+            assert scores(threshold, start_logits, end_logits)["f1"] <= best["f1"]
+    # Perfect logits: [CLS] wins for the impossible question only, at any threshold near 0.
+    start_logits, end_logits = perfect_logits(features)
+    best = best_null_score_threshold(examples, features, start_logits, end_logits)
+    assert (best["exact_match"], best["f1"]) == (100.0, 100.0)
