@@ -1,5 +1,7 @@
 """`kbc finetune`: train a task model from a checkpoint (any format) or from scratch."""
 
+import argparse
+
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
     ModelOptions,
@@ -19,7 +21,12 @@ from keras_bert_core.cli.common import (
     training_scope,
     training_strategy,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
+from keras_bert_core.cli.run_dir import (
+    LORA_FILE,
+    RunDirectory,
+    default_run_dir,
+    resumed_arguments,
+)
 from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
 
 
@@ -54,7 +61,68 @@ def add_arguments(parser):
     add_training_options(parser, batch_size=32, learning_rate=5e-5)
     parser.add_argument("--epochs", type=positive_int, default=3,
                         help="passes over the training data")
+    add_lora_options(parser)
     add_run_options(parser)
+
+
+def add_lora_options(parser):
+    # The names are checked against keras_bert_core.models.lora in `run`: importing it here
+    # would load TensorFlow for `kbc --help`.
+    group = parser.add_argument_group("LoRA (low-rank adapters)")
+    group.add_argument("--lora", type=positive_int, metavar="RANK",
+                       help="train rank-RANK adapters on the encoder's projections and the "
+                            "task head only, the rest of the encoder frozen; the run also "
+                            f"holds the adapters alone ({LORA_FILE}), model.keras the merged "
+                            "model. LoRA usually wants a larger --learning-rate, e.g. 5e-4")
+    group.add_argument("--lora-targets", nargs="+", metavar="NAME",
+                       help="projections to adapt in every block (default: query value): "
+                            "query, key, value, attention_output, intermediate, output, or "
+                            "the groups attention, feed_forward, all")
+    group.add_argument("--lora-alpha", type=positive_float, metavar="ALPHA",
+                       help="the adapters' scale is ALPHA / RANK (default: RANK)")
+    group.add_argument("--lora-also-train", nargs="+", metavar="NAME",
+                       help="encoder weights that train too: bias, layer_norm, pooler")
+
+
+def positive_float(text):
+    """argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} is not above 0")
+    return value
+
+
+def enable_lora_of(args, model):
+    """Adds `--lora` adapters to `model` (before it compiles); says what trains."""
+    from keras_bert_core.models.lora import enable_lora
+
+    chosen = {"targets": args.lora_targets} if args.lora_targets else {}  # else the default
+    try:
+        summary = enable_lora(model, args.lora, alpha=args.lora_alpha,
+                              also_train=args.lora_also_train or (), **chosen)
+    except ValueError as e:
+        raise UserError(f"--lora {args.lora}: {e}") from None
+    say(str(summary))
+
+
+def check_lora_options(args):
+    """The `--lora*` options make sense together (before any data or model is loaded)."""
+    from keras_bert_core.models.lora import ALSO_TRAIN, PROJECTIONS, TARGET_GROUPS
+
+    given = [f"--{name.replace('_', '-')}" for name in
+             ("lora_targets", "lora_alpha", "lora_also_train") if getattr(args, name)]
+    if given and not args.lora:
+        raise UserError(f"{' and '.join(given)} without --lora RANK: add --lora, e.g. --lora 8")
+    for option, names, known in (("--lora-targets", args.lora_targets,
+                                  [*PROJECTIONS, *TARGET_GROUPS]),
+                                 ("--lora-also-train", args.lora_also_train, ALSO_TRAIN)):
+        unknown = [name for name in names or () if name not in known]
+        if unknown:
+            raise UserError(f"{option} {' '.join(unknown)}: unknown; choose from "
+                            f"{', '.join(known)}")
 
 
 def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validation=None,
@@ -126,6 +194,7 @@ def run(args):
         args, saved = resumed_arguments(args)
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
+    check_lora_options(args)
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")
@@ -152,6 +221,8 @@ def run(args):
             encoder, source = build_encoder(ModelOptions.from_args(args), preprocessor,
                                             vocab_path, args.checkpoint)
         model = task.build_model(encoder)
+        if args.lora:  # a resumed run too: its backup holds the adapters
+            enable_lora_of(args, model)
         compile_for_training(model, training, args.epochs * steps_per_epoch)
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
     if args.resume:

@@ -18,6 +18,10 @@ other model, and its graph has no adapter ops (`export_saved_model` also takes t
 model itself, which serves the same outputs and computes `W + A B` in the graph). A `.keras`
 file of a LoRA model holds such a merged model too: Keras writes the merged kernel and no
 adapters, so the loaded model has none; keep the adapters with `save_lora_weights`.
+
+`save_weights` files lose the adapters the same way, and `load_weights` then zeros A and B,
+where neither gets a gradient again: a backup to resume training from also needs
+`add_lora_state` / `restore_lora_state` (`training.StepBackup` calls them).
 """
 
 import dataclasses
@@ -136,6 +140,24 @@ def _projections(encoder, targets=tuple(PROJECTIONS)):
 def _adapted(encoder):
     return [(name, layer, target) for name, layer, target in _projections(encoder)
             if layer.lora_enabled]
+
+
+def has_lora(model):
+    """Whether `model` (any Keras model) has LoRA adapters from `enable_lora`.
+
+    Example:
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> has_lora(encoder)
+    False
+    >>> _ = kbc.enable_lora(encoder, rank=2)
+    >>> has_lora(encoder), has_lora(kbc.merge_lora(encoder))
+    (True, False)
+    """
+    try:
+        return bool(_adapted(_encoder_of(model)))
+    except TypeError:  # not a keras_bert_core model: no adapters of ours
+        return False
 
 
 def _unique(variables):
@@ -265,6 +287,12 @@ def enable_lora(model, rank, targets=("query", "value"), alpha=None, also_train=
                          f"per model (merge_lora gives a plain model to start again)")
     if not encoder.built:
         raise ValueError("build the encoder before enabling LoRA")
+    for name, layer, _ in _projections(encoder, targets):
+        if rank > min(layer.kernel.shape):
+            # A @ B of a kernel [n, m] has rank min(n, m) at most: more adds only parameters.
+            raise ValueError(f"rank {rank} is larger than {name}'s kernel "
+                             f"({' x '.join(map(str, layer.kernel.shape))}): choose a rank "
+                             f"of at most {min(layer.kernel.shape)}")
     adapters = []
     for _, layer, _ in _projections(encoder, targets):
         layer.enable_lora(int(rank), lora_alpha=alpha)
@@ -482,3 +510,85 @@ def merge_lora(model):
         value = kernels[path] if path in kernels else keras.ops.convert_to_numpy(source[path])
         variable.assign(np.asarray(value).astype(variable.dtype))
     return merged
+
+
+# The group of a Keras weights file that `add_lora_state` writes.
+STATE_GROUP = "keras_bert_core_lora_state"
+
+
+def _state_variables(model):
+    """`{path: variable}` of what `save_weights` loses: each adapted kernel, A and B."""
+    return _named([variable for _, layer, _ in _adapted(_encoder_of(model))
+                   for variable in (layer._kernel, layer.lora_kernel_a, layer.lora_kernel_b)])
+
+
+def add_lora_state(model, weights_file):
+    """Adds the adapters and the kernels under them to a `model.save_weights` file.
+
+    Keras writes an adapted layer's merged kernel `W + alpha / rank * A B` and neither `W`
+    nor A and B; `load_weights` puts the merged kernel in `W` and zeros A and B. The outputs
+    are the same, but A = B = 0 gives both zero gradients, so training would go on without
+    the adapters. This writes `W`, A and B into the file's own group, which `load_weights`
+    passes over and `restore_lora_state` reads back. A model without adapters: no change.
+
+    Args:
+        model: the model `save_weights` wrote.
+        weights_file: the `.weights.h5` file it wrote.
+
+    Example:
+    >>> import os, tempfile
+    >>> import keras_bert_core as kbc
+    >>> config = kbc.BertConfig.preset("tiny", vocab_size=100)
+    >>> model = kbc.BertClassifier(kbc.BertEncoder(config), num_classes=2)
+    >>> _ = kbc.enable_lora(model, rank=2)
+    >>> b = model.encoder.blocks[0].attention.query.lora_kernel_b
+    >>> b.assign(b + 1.0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "state.weights.h5")
+    >>> model.save_weights(path)
+    >>> add_lora_state(model, path)
+    >>> model.load_weights(path)
+    >>> float(b.numpy().min())  # zeroed by Keras
+    0.0
+    >>> restore_lora_state(model, path)
+    >>> float(b.numpy().min())
+    1.0
+    """
+    import h5py
+
+    variables = _state_variables(model) if has_lora(model) else {}
+    if not variables:
+        return
+    with h5py.File(weights_file, "a") as f:
+        group = f.require_group(STATE_GROUP)
+        for path, variable in variables.items():
+            group.create_dataset(path, data=keras.ops.convert_to_numpy(variable))
+
+
+def restore_lora_state(model, weights_file):
+    """Puts back what `add_lora_state` wrote, after `model.load_weights(weights_file)`.
+
+    A model without adapters: no change. A file without that state, or whose state does not
+    fit the model's adapters, raises `CheckpointError` (naming the file).
+
+    Args:
+        model: the model the file was loaded into.
+        weights_file: a `save_weights` file completed by `add_lora_state`.
+    """
+    import h5py
+
+    variables = _state_variables(model) if has_lora(model) else {}
+    if not variables:
+        return
+    with h5py.File(weights_file, "r") as f:
+        group = f.get(STATE_GROUP)
+        if group is None:
+            raise CheckpointError(f"{weights_file}: holds no LoRA adapters (written by "
+                                  "save_weights alone, which keeps merged kernels only)")
+        for path, variable in variables.items():
+            if path not in group or group[path].shape != tuple(variable.shape):
+                found = group[path].shape if path in group else "none"
+                raise CheckpointError(f"{weights_file}: LoRA state {path} is {found}, the "
+                                      f"model's {tuple(variable.shape)}")
+        for path, variable in variables.items():
+            variable.assign(group[path][()])
+
