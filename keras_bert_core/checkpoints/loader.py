@@ -11,6 +11,7 @@ from keras_bert_core.checkpoints import (
     keras_file,
     keras_hub,
     model_garden,
+    presets,
 )
 from keras_bert_core.checkpoints.readers import TFCheckpointReader, tf_checkpoint_prefix
 from keras_bert_core.errors import CheckpointError
@@ -21,7 +22,8 @@ _MODULES = {"keras_hub": keras_hub, "huggingface": huggingface,
             "google_research": google_research, "model_garden": model_garden}
 _HEAD_FORMATS = ("huggingface", "google_research")
 _LOOKED_FOR = (
-    "a .keras file; a keras-hub BertBackbone preset folder (config.json + model.weights.h5); "
+    "a .keras file or a preset folder (preset.json + model.keras); a keras-hub BertBackbone "
+    "preset folder (config.json + model.weights.h5); "
     "a Hugging Face folder (config.json + model.safetensors) or .safetensors file; a "
     "TensorFlow checkpoint prefix, .index file or folder: google-research (bert_model.ckpt.* "
     "+ bert_config.json) or Model Garden TF2 (tf.train.Checkpoint)")
@@ -33,7 +35,7 @@ def detect_format(path):
     Raises:
         CheckpointError: saying what was looked for, when nothing matches.
     """
-    path = os.fspath(path)
+    path = _model_of_preset(os.fspath(path))
     if os.path.isfile(path) and keras_file.matches(path):
         return "keras"
     if keras_hub.matches(path):
@@ -58,9 +60,10 @@ def load_checkpoint(path, config=None):
 
     Formats (auto-detected, see `detect_format`): Hugging Face safetensors, google-research
     TF1 checkpoints, TF Model Garden TF2 checkpoints, keras-hub `BertBackbone` presets and
-    `.keras` files (a `BertEncoder`, or a task model holding one). Weights are checked by
-    name and shape before any is assigned; a mismatch raises one `CheckpointMismatchError`
-    listing every missing, unexpected and mis-shaped weight.
+    `.keras` files (a `BertEncoder`, or a task model holding one), our preset folders
+    included (`save_to_preset`; `from_preset` loads their vocabulary and head too). Weights
+    are checked by name and shape before any is assigned; a mismatch raises one
+    `CheckpointMismatchError` listing every missing, unexpected and mis-shaped weight.
 
     Args:
         path: a checkpoint folder, file, or TensorFlow checkpoint prefix.
@@ -82,13 +85,18 @@ def load_checkpoint(path, config=None):
     >>> config.hidden_size
     128
     """
-    path = os.fspath(path)
+    path = _model_of_preset(os.fspath(path))
     fmt = detect_format(path)
     if fmt == "keras":
         if config is not None:
             raise ValueError(f"{path}: a .keras file carries its own config; do not pass config=")
         return keras_file.load(path)
     return _MODULES[fmt].load(path, config)
+
+
+def _model_of_preset(path):
+    """The model.keras of a preset folder, other paths as they are."""
+    return os.path.join(path, presets.MODEL_FILE) if presets.is_preset(path) else path
 
 
 def read_pretraining_head_weights(path):
@@ -126,7 +134,7 @@ def load_pretrainer(path, config=None):
     Returns:
         `(pretrainer, config)`.
     """
-    path = os.fspath(path)
+    path = _model_of_preset(os.fspath(path))
     fmt = detect_format(path)
     if fmt == "keras" and config is None:
         pretrainer = keras_file.find_model(keras_file.load_model(path), BertPretrainer)

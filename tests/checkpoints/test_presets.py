@@ -97,6 +97,20 @@ def test_classifier_preset_loads_with_its_labels_casing_length_and_card(trained_
         assert expected in card
 
 
+def test_load_checkpoint_and_load_pretrainer_read_a_preset_as_its_model_keras(
+        trained_classifier, tmp_path):
+    model, preprocessor = trained_classifier
+    kbc.save_to_preset(model, preprocessor, tmp_path / "preset")
+    assert kbc.checkpoints.detect_format(tmp_path / "preset") == "keras"
+    encoder, config = kbc.load_checkpoint(tmp_path / "preset")
+    assert config == CONFIG
+    _assert_same(model.encoder, encoder, preprocessor(TEXTS))
+    # A classifier's preset has no pretraining heads: fresh ones, as for other encoders.
+    with pytest.warns(UserWarning, match="no pretrained weights for .*mlm"):
+        pretrainer, _ = kbc.load_pretrainer(tmp_path / "preset")
+    _assert_same(model.encoder, pretrainer.encoder, preprocessor(TEXTS))
+
+
 @pytest.mark.parametrize("head", ["span", "tagger", "choice", "encoder", "pretrainer"])
 def test_every_model_kind_round_trips(head, tmp_path):
     encoder = kbc.BertEncoder(CONFIG)
