@@ -123,7 +123,8 @@ def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1)
     group.add_argument("--accumulation-steps", type=positive_int, default=1, metavar="N",
                        help="average the gradients of N batches into each optimizer update: "
                             "the updates of a batch N times --batch-size, in the memory of "
-                            "one (the learning-rate schedule counts updates)")
+                            "one (the learning-rate schedule counts updates); --strategy "
+                            "default or one_device")
     group.add_argument("--strategy", choices=STRATEGIES, default="default",
                        help="tf.distribute strategy (multi_worker reads TF_CONFIG)")
     group.add_argument("--tpu-address", help="for --strategy tpu: 'local', a name or grpc://")
@@ -465,6 +466,14 @@ def training_strategy(options, run_dir=None):
         # A default run directory is named by the clock, which differs between workers.
         raise UserError("--strategy multi_worker needs --run-dir: the same folder on every "
                         "worker, on storage they all see")
+    if options.accumulation_steps > 1 and options.strategy in ("mirrored", "multi_worker",
+                                                               "tpu"):
+        # Keras's accumulation updates the weights inside a conditional, where these
+        # strategies cannot synchronize replicas ("merge_call called while defining a new
+        # graph"), even with one replica.
+        raise UserError(f"--accumulation-steps {options.accumulation_steps} works under "
+                        f"--strategy default or one_device, not {options.strategy}; there, "
+                        "spread a larger --batch-size over the replicas instead")
     try:
         return distribution_strategy(options.strategy, tpu_address=options.tpu_address)
     except (ValueError, RuntimeError) as e:

@@ -1,5 +1,6 @@
 """`kbc pretrain`: masked-LM + next-sentence, masked-LM + sentence-order (ALBERT), or
-masked-LM only pretraining from raw text or TFRecords."""
+masked-LM only pretraining from raw text or TFRecords; masked-LM only on packed rows of short
+documents (`--pack`); or writing a text corpus's rows as TFRecords (`--write-tfrecords`)."""
 
 import os
 
@@ -80,8 +81,9 @@ def add_arguments(parser):
     tfrecords.add_argument("--write-tfrecords", metavar="DIR",
                            help="write the text corpus's unmasked rows (pairs for the pair "
                                 "task) as TFRecord shards into DIR, with the vocabulary, and "
-                                "exit without training; masks are drawn when they are read")
-    tfrecords.add_argument("--shards", type=positive_int, default=1,
+                                "exit without training (masks are drawn when they are read); "
+                                "an existing DIR only with --overwrite")
+    tfrecords.add_argument("--shards", type=positive_int, default=1, metavar="N",
                            help="--write-tfrecords: files to spread the rows over")
     tfrecords.add_argument("--dupe-factor", type=positive_int, default=1, metavar="N",
                            help="--write-tfrecords: passes over the corpus, each cutting "

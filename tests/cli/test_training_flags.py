@@ -81,6 +81,15 @@ def test_bad_training_flags_are_refused_by_the_parser(argv, fragment, corpus):
     assert_one_line_error(result, fragment)
 
 
+def test_accumulation_is_refused_under_mirrored_strategies(corpus, tmp_path):
+    # Keras's accumulation fails there ("merge_call called while defining a new graph").
+    result = run_kbc("pretrain", corpus, *TINY_RUN, "--accumulation-steps", 2, "--strategy",
+                     "mirrored", "--run-dir", tmp_path / "run")
+    assert_one_line_error(result, "--accumulation-steps 2 works under --strategy default or "
+                                  "one_device, not mirrored")
+    assert not (tmp_path / "run").exists()
+
+
 class Compiled:
     """Stands in for a model: keeps what `compile_for_training` compiles it with."""
 
