@@ -542,7 +542,7 @@ def add_lora_state(model, weights_file):
     >>> model = kbc.BertClassifier(kbc.BertEncoder(config), num_classes=2)
     >>> _ = kbc.enable_lora(model, rank=2)
     >>> b = model.encoder.blocks[0].attention.query.lora_kernel_b
-    >>> b.assign(b + 1.0)
+    >>> _ = b.assign(b + 1.0)
     >>> path = os.path.join(tempfile.mkdtemp(), "state.weights.h5")
     >>> model.save_weights(path)
     >>> add_lora_state(model, path)

@@ -283,3 +283,46 @@ def test_exports_of_the_adapted_and_the_merged_model_agree(tmp_path, char_vocab_
         np.testing.assert_allclose(from_ids["probabilities"].numpy(), expected, atol=1e-5)
         served[name] = signatures["serving_default"](text=tf.constant(texts))["probabilities"]
     np.testing.assert_allclose(served["lora"].numpy(), served["merged"].numpy(), atol=1e-5)
+
+
+def test_a_rank_above_a_kernels_smaller_side_is_refused():
+    model = classifier(num_layers=1)
+    with pytest.raises(ValueError, match=r"rank 129 is larger than block_0/attention/query's "
+                                         r"kernel \(128 x 128\): choose a rank of at most 128"):
+        kbc.enable_lora(model, rank=HIDDEN + 1)
+    assert not kbc.models.lora.has_lora(model)
+    kbc.enable_lora(model, rank=HIDDEN)  # full rank: allowed
+
+
+@pytest.mark.filterwarnings("ignore:Skipping variable loading for optimizer")
+def test_backups_keep_the_adapters_that_keras_weight_files_merge(tmp_path):
+    from keras_bert_core.training import StepBackup
+
+    model = classifier(num_layers=1)
+    kbc.enable_lora(model, rank=4)
+    perturb_adapters(model)
+    x, y = encoder_batch(), np.array([0, 1, 0, 1])
+    backup = StepBackup(str(tmp_path), every_steps=1)
+    model.compile(optimizer=kbc.BertAdamW(1e-3))
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[backup])
+    saved = values(model)
+
+    # Keras's own file: the merged kernel in W, A and B zeroed on load.
+    restored = classifier(num_layers=1)
+    kbc.enable_lora(restored, rank=4)
+    restored.compile(optimizer=kbc.BertAdamW(1e-3))
+    restored.load_weights(backup.backups()[-1])
+    b = "block_0/attention/query/lora_kernel_b"
+    assert not values(restored)[b].any()
+
+    assert backup.restore(restored) == 2
+    after = values(restored)
+    assert set(after) == set(saved)
+    for path, value in saved.items():
+        np.testing.assert_array_equal(after[path], value, err_msg=path)
+    np.testing.assert_allclose(outputs(restored, x), outputs(model, x), atol=1e-6)
+
+    plain = classifier(num_layers=1)  # a model without adapters reads the file as Keras does
+    plain.load_weights(backup.backups()[-1])
+    kbc.models.lora.restore_lora_state(plain, backup.backups()[-1])
+    np.testing.assert_allclose(outputs(plain, x), outputs(model, x), atol=1e-5)
