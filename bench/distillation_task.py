@@ -4,7 +4,8 @@ fine-tuned on the labels alone (same steps) and a bag-of-words model; sizes and 
 TFLite latency of teacher and student.
 
     python bench/distillation_task.py [--max-train 1500] [--epochs 2] [--student-layers 0]
-                                      [--unlabeled 1500] [--distill-epochs 2]
+                                      [--unlabeled 12000] [--distill-epochs 2]
+                                      [--unlabeled-packages pip,setuptools,numpy,_pytest]
 
 - Task: the standard library topic task (`demo_corpus.topic_examples`, as `kbc demo` and
   `bench/finetune_minilm_vs_bag_of_words.py` use it): 5 topics, the held-out split holds
@@ -18,8 +19,9 @@ TFLite latency of teacher and student.
   once with the teacher in inference mode: the same soft targets as running it in the step),
   soft targets (T, alpha) plus the hard labels on the training texts, and soft targets alone
   on `--unlabeled` texts the teacher labels (sample weight 0 for the hard loss): training
-  texts beyond `--max-train` (their labels unused) and docstrings of standard library modules
-  outside the five topics. Held-out texts are never used.
+  texts beyond `--max-train` (their labels unused), docstrings of standard library modules
+  outside the five topics, and docstrings of the installed `--unlabeled-packages` (cut as
+  the task's texts are). Held-out texts are never used.
 - Labels only: a second copy of the same student initialization, fine-tuned on the labeled
   training texts for the same number of steps, same batch size and learning rate.
 - Bag of words: `finetune_minilm_vs_bag_of_words.bag_of_words` (logistic regression on log
@@ -36,6 +38,7 @@ it measured) and prints a table. Figures, not tests.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -59,6 +62,7 @@ from finetune_minilm_vs_bag_of_words import bag_of_words, minilm_dir, split  # n
 import keras_bert_core as kbc  # noqa: E402
 from keras_bert_core.cli.demo_corpus import (  # noqa: E402
     TOPICS,
+    Docstring,
     read_docstrings,
     sentences,
     topic_examples,
@@ -83,6 +87,19 @@ def unlabeled_texts(docstrings, rest_of_train, excluded, count, rng, max_words=6
             others.append(text)
     others = [others[i] for i in rng.permutation(len(others))]
     return (list(rest_of_train) + others)[:count], min(len(rest_of_train), count)
+
+
+def package_docstrings(names):
+    """Docstrings of installed packages (their modules named from the package down, so
+    none is taken for a standard library topic module)."""
+    docstrings = []
+    for name in filter(None, names.split(",")):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit(f"--unlabeled-packages: {name} is not an installed package")
+        docstrings += [Docstring(f"{name}.{doc.module}", doc.text)
+                       for doc in read_docstrings(spec.submodule_search_locations[0])]
+    return docstrings
 
 
 def repeated(x, y, weights, batch_size, seed):
@@ -121,12 +138,14 @@ def main():
     parser.add_argument("--learning-rate", type=float, default=1e-4, help="teacher's")
     parser.add_argument("--student-layers", default="0",
                         help="the teacher's layers the student copies, comma-separated")
-    parser.add_argument("--student-learning-rate", type=float, default=2e-4)
-    parser.add_argument("--unlabeled", type=int, default=1500)
+    parser.add_argument("--student-learning-rate", type=float, default=5e-4)
+    parser.add_argument("--unlabeled", type=int, default=12000, help="at most this many")
+    parser.add_argument("--unlabeled-packages", default="pip,setuptools,numpy,_pytest",
+                        help="installed packages whose docstrings add unlabeled texts")
     parser.add_argument("--distill-epochs", type=float, default=2.0,
                         help="passes over labeled + unlabeled texts; sets the step count")
     parser.add_argument("--temperature", type=float, default=2.0)
-    parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--alpha", type=float, default=0.2)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--no-tflite", action="store_true",
                         help="accuracies only (for trying settings)")
@@ -154,8 +173,9 @@ def main():
              np.array([labels.index(train_examples[i][1]) for i in order[:args.max_train]],
                       "int32"))
     held_out = split(held_out_examples, rng)
+    packages = package_docstrings(args.unlabeled_packages)
     extra, extra_from_train = unlabeled_texts(
-        docstrings, [train_examples[i][0] for i in order[args.max_train:]],
+        docstrings + packages, [train_examples[i][0] for i in order[args.max_train:]],
         set(held_out[0]) | set(train[0]), args.unlabeled, np.random.default_rng(args.seed + 1))
     assert not set(extra) & set(held_out[0])
     results["task"] = {
@@ -163,6 +183,8 @@ def main():
         "classes": labels, "train_labeled": len(train[0]), "held_out": len(held_out[0]),
         "unlabeled": len(extra), "unlabeled_from_train_modules": extra_from_train,
         "unlabeled_from_other_modules": len(extra) - extra_from_train,
+        "unlabeled_packages": args.unlabeled_packages,
+        "package_docstrings": len(packages),
         "majority_class_accuracy": round(float(np.bincount(held_out[1]).max()
                                                / len(held_out[1])), 4)}
 

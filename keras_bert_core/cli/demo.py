@@ -53,7 +53,7 @@ from keras_bert_core.config import BertConfig
 # Sizes of a full run (under 10 minutes on 2 CPU cores) and of --quick (a smoke test).
 PROFILES = {
     "full": {"vocab_size": 4000, "pretrain_epochs": 12, "steps_per_epoch": 50,
-             "finetune_epochs": 5, "distill_epochs": 5, "train_examples": None,
+             "finetune_epochs": 5, "distill_epochs": 3, "train_examples": None,
              "held_out_examples": None, "latency_texts": 50},
     "quick": {"vocab_size": 1500, "pretrain_epochs": 2, "steps_per_epoch": 10,
               "finetune_epochs": 1, "distill_epochs": 1, "train_examples": 256,
