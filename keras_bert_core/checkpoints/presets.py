@@ -45,13 +45,14 @@ _TASKS = {"BertClassifier": "classify", "BertSpanLabeler": "squad",
 _TRAINING_ARGUMENTS = {
     "task": "task", "checkpoint": "started from", "teacher": "distilled from",
     "preset": "architecture",
-    "train": "training data", "tfds": "TensorFlow Datasets task", "epochs": "epochs",
+    "train": "training data", "validation": "validation data",
+    "tfds": "TensorFlow Datasets task", "epochs": "epochs",
     "batch_size": "batch size", "learning_rate": "peak learning rate",
     "warmup_fraction": "warmup fraction", "optimizer": "optimizer",
     "accumulation_steps": "gradient accumulation steps", "lora": "LoRA rank",
     "seq_length": "sequence length", "mixed_precision": "mixed precision",
     "strategy": "distribution strategy", "seed": "seed"}
-_PATH_ARGUMENTS = ("checkpoint", "train", "teacher")
+_PATH_ARGUMENTS = ("checkpoint", "train", "validation", "teacher")
 
 
 def save_to_preset(model, preprocessor, path, *, label_names=None, metrics=None,
@@ -140,7 +141,7 @@ def save_to_preset(model, preprocessor, path, *, label_names=None, metrics=None,
         _bare(model).save(os.path.join(partial, MODEL_FILE))
         config.to_json(os.path.join(partial, CONFIG_FILE))
         files = list(write_vocabulary_files(preprocessor.tokenizer, partial))
-        metadata["files"] = sorted([MODEL_FILE, CONFIG_FILE, CARD_FILE, *files])
+        metadata["files"] = sorted([PRESET_FILE, MODEL_FILE, CONFIG_FILE, CARD_FILE, *files])
         _write_json(os.path.join(partial, PRESET_FILE), metadata)
         with open(os.path.join(partial, CARD_FILE), "w", encoding="utf-8") as f:
             f.write(model_card(metadata, config, model.count_params()))
@@ -295,21 +296,30 @@ def model_card(metadata, config, parameters):
         lines.append(f"| labels | {', '.join(f'`{name}`' for name in labels)} |")
     lines += ["", "## Use", "", "```python", "import keras_bert_core as kbc", "",
               'model, preprocessor = kbc.from_preset("path/to/this/folder")',
-              'outputs = model.predict(["a text to read"])' if task else
-              'outputs = model(preprocessor(["a text to read"]))', "```", "",
-              "```sh", "kbc export path/to/this/folder -o exported   # SavedModel and .tflite",
-              "kbc finetune --checkpoint path/to/this/folder --task ... --train ...", "```"]
+              _USE.get(task, 'outputs = model(preprocessor(["a text to read"]))').format(
+                  choices=", ".join(f'"choice {n + 1}"' for n in range(
+                      (metadata.get("task") or {}).get("num_choices", 0)))),
+              "```", "", "```sh"]
+    if task:
+        lines.append("kbc export path/to/this/folder -o exported   # SavedModel and .tflite")
+    lines += ["kbc finetune --checkpoint path/to/this/folder --task ... --train ...", "```"]
     lines += ["", "## Training", ""]
     training = metadata.get("training") or {}
     lines += _table(training, _TRAINING_ARGUMENTS) if training else ["Not recorded."]
     lines += ["", "## Metrics", ""]
     metrics = _flat(metadata.get("metrics") or {})
     lines += _table(metrics) if metrics else ["Not recorded."]
-    files = sorted([PRESET_FILE, *metadata.get("files", [])])
+    files = metadata.get("files", [])
     lines += ["", "## Files", "", ", ".join(f"`{name}`" for name in files), ""]
     return "\n".join(lines)
 
 
+# How a task model of the card's task takes raw text.
+_USE = {"classify": 'logits = model.predict(["a text to read"])',
+        "ner": 'logits = model.predict(["a text to tag"])',
+        "pair": 'logits = model.predict((["a first text"], ["a second text"]))',
+        "squad": 'spans = model.predict((["a question?"], ["a passage that answers it."]))',
+        "choice": 'logits = model.predict((["a question?"], [[{choices}]]))'}
 _FAMILY_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT",
                  "distilbert": "DistilBERT"}
 _WHAT = {"classify": "text classifier", "pair": "text-pair classifier",
@@ -331,7 +341,7 @@ def _flat(metrics, prefix=""):
     for key, value in metrics.items():
         if isinstance(value, dict):
             flat.update(_flat(value, f"{prefix}{key} "))
-        elif isinstance(value, (int, float, str)):
+        elif isinstance(value, (int, float, str)) and key != "learning_rate":  # not a score
             flat[f"{prefix}{key}"] = value
     return flat
 

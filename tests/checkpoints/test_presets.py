@@ -35,6 +35,13 @@ def _assert_same(model, loaded, inputs, names=None):
         np.testing.assert_allclose(actual[name], expected[name], atol=1e-6)
 
 
+def _run_card_example(folder):
+    """Runs the Python example of the folder's model card, as it stands."""
+    card = (folder / "README.md").read_text()
+    example = card.split("```python\n")[1].split("```")[0]
+    exec(example.replace("path/to/this/folder", str(folder)), {})  # noqa: S102
+
+
 def _hf_folder(tmp_path, family, do_lower_case):
     """A copy of a Hugging Face fixture whose tokenizer_config.json says `do_lower_case`;
     WordPiece fixtures get "Hello" and "hello" as their last two tokens."""
@@ -95,6 +102,7 @@ def test_classifier_preset_loads_with_its_labels_casing_length_and_card(trained_
     for expected in ("BertClassifier", "`bad`, `neutral`, `good`", "| validation accuracy | "
                      "0.875 |", "| epochs | 3 |", "| training data | reviews.csv |", "cased"):
         assert expected in card
+    _run_card_example(folder)
 
 
 def test_load_checkpoint_and_load_pretrainer_read_a_preset_as_its_model_keras(
@@ -131,6 +139,7 @@ def test_every_model_kind_round_trips(head, tmp_path):
     loaded, _ = kbc.from_preset(tmp_path / head)
     assert type(loaded) is expected_class
     _assert_same(encoder if head == "pretrainer" else model, loaded, inputs)
+    _run_card_example(tmp_path / head)
     task = read_preset(tmp_path / head)["task"]
     if head in ("encoder", "pretrainer"):
         assert task is None
