@@ -10,6 +10,7 @@ the top level; these are the same classes.
   the model — `checkpoints/`.
 - `TrainingError`: training that cannot go on — `training/callbacks.py`.
 - `UserError`: a `kbc` option or file that makes no sense — `cli/`.
+- `MissingDependencyError`: an optional package a feature needs is not installed — `extras.py`.
 
 This module imports nothing, so the CLI can name these classes without loading TensorFlow.
 """
@@ -93,3 +94,14 @@ class UserError(Exception):
     >>> str(UserError("--epochs must be positive"))
     '--epochs must be positive'
     """
+
+
+class MissingDependencyError(ImportError):
+    """An optional dependency is not installed; the message names the feature that needs it
+    and the pip extra that installs it (`keras_bert_core.extras.require` raises it).
+
+    Example:
+    >>> isinstance(MissingDependencyError("curves.png needs matplotlib"), ImportError)
+    True
+    """
+

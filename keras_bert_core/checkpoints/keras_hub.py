@@ -19,6 +19,7 @@ from keras_bert_core.checkpoints.weights import (
 )
 from keras_bert_core.config import BertConfig
 from keras_bert_core.errors import CheckpointError
+from keras_bert_core.extras import require
 from keras_bert_core.models import BertEncoder
 
 _TOP = {
@@ -85,11 +86,7 @@ def load(path, config=None):
     Returns:
         `(encoder, config)`.
     """
-    try:
-        import keras_hub
-    except ImportError:
-        raise CheckpointError(f"{path}: a keras-hub preset; reading it needs keras-hub "
-                              "(pip install keras-hub)") from None
+    keras_hub = require("keras_hub", f"reading the KerasHub preset {path}")
     try:
         config = config or backbone_config(_preset_config(path))
         backbone = keras_hub.models.BertBackbone.from_preset(path)

@@ -11,7 +11,13 @@ import platform
 import sys
 
 from keras_bert_core import __version__
-from keras_bert_core.errors import CheckpointError, DataError, TrainingError, UserError
+from keras_bert_core.errors import (
+    CheckpointError,
+    DataError,
+    MissingDependencyError,
+    TrainingError,
+    UserError,
+)
 
 # Subcommand name -> (module in this package exposing `add_arguments(parser)` and
 # `run(args)`, one-line summary).
@@ -97,9 +103,11 @@ def user_error_message(error):
     """The one-line message for an exception caused by the user's input, else `None`.
 
     The library reports bad data, checkpoints and vocabularies with its own exception types;
-    missing or unwritable files surface as `OSError`s that name the file.
+    missing or unwritable files surface as `OSError`s that name the file; a missing optional
+    package as a `MissingDependencyError` that names its pip extra.
     """
-    if isinstance(error, (UserError, DataError, CheckpointError, TrainingError)):
+    if isinstance(error, (UserError, DataError, CheckpointError, TrainingError,
+                          MissingDependencyError)):
         return str(error)
     if isinstance(error, OSError) and error.filename is not None:
         return f"{error.filename}: {error.strerror or error}"

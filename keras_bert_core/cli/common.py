@@ -12,6 +12,7 @@ import time
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.config import PRESETS, BertConfig
+from keras_bert_core.extras import require
 
 # Files of a run directory (see `run_dir`) that other commands look for.
 CONFIG_FILE = "config.json"
@@ -268,11 +269,10 @@ def stage(title):
 
 
 def progress(items, title):
-    """A progress bar on stderr around an iterable (tqdm, which tensorflow-datasets brings);
-    none under `--quiet`."""
-    from tqdm.auto import tqdm
-
-    return tqdm(items, desc=title, file=sys.stderr, leave=False, disable=_Messages.quiet)
+    """A progress bar on stderr around an iterable (tqdm, of the cli extra); none under
+    `--quiet`."""
+    tqdm = require("tqdm.auto", "kbc's progress bars")
+    return tqdm.tqdm(items, desc=title, file=sys.stderr, leave=False, disable=_Messages.quiet)
 
 
 def run_directory_of(path):

@@ -49,6 +49,7 @@ from keras_bert_core.cli.run_dir import CURVES_FILE, RunDirectory, default_run_d
 from keras_bert_core.cli.tasks import Classify
 from keras_bert_core.cli.vocab import learn_vocab
 from keras_bert_core.config import BertConfig
+from keras_bert_core.extras import require
 
 # Sizes of a full run (under 10 minutes on 2 CPU cores) and of --quick (a smoke test).
 PROFILES = {
@@ -307,6 +308,9 @@ def summary_table(summary):
 
 def run(args):
     start = time.perf_counter()
+    # Each is needed only minutes in (curves, logs, progress, the TFLite check): say so now.
+    for module in ("matplotlib", "tensorboard", "tqdm", "ai_edge_litert.interpreter"):
+        require(module, "kbc demo")
     size = PROFILES["quick" if args.quick else "full"]
     size = {name: value if getattr(args, name) is None else getattr(args, name)
             for name, value in size.items()}

@@ -12,6 +12,7 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import progress, say
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
+from keras_bert_core.extras import require
 from keras_bert_core.files import replaced_when_complete
 
 # Text inputs of exported signatures, in the order the serving tasks pack them; plain input
@@ -96,13 +97,13 @@ def _saved_model_answers(path, input_path, batch_size):
 def load_tflite(path):
     """`(signature runner, text input names)` of a `.tflite` file from `kbc export`, in the
     LiteRT interpreter with tf.text's custom ops registered."""
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from tensorflow_text import tflite_registrar
 
+    litert = require("ai_edge_litert.interpreter", f"running {path}")
     if not os.path.isfile(path):
         raise UserError(f"{path}: no such file")
     try:
-        interpreter = InterpreterWithCustomOps(
+        interpreter = litert.InterpreterWithCustomOps(
             model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
     except ValueError as e:  # a truncated or foreign file: LiteRT cannot parse it
         raise UserError(f"{path} is not a complete .tflite file ({e})") from None

@@ -42,6 +42,7 @@ import time
 from keras_bert_core import __version__
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE, say
+from keras_bert_core.extras import require
 from keras_bert_core.files import overlaps, partial_path, remove, replaced_when_complete
 
 METRICS_FILE = "metrics.json"
@@ -106,6 +107,13 @@ def resumed_arguments(args, older_defaults=None):
     return argparse.Namespace(**arguments), saved
 
 
+def check_run_writers():
+    """A run writes TensorBoard logs while it trains and curves.png at its end, with
+    packages of the cli extra: one that is missing is said before anything is written."""
+    for module in ("tensorboard", "matplotlib"):
+        require(module, "a kbc training run")
+
+
 def _chief_only(write):
     """Makes `write` do nothing on the workers of a multi-worker run but the chief."""
 
@@ -158,6 +166,7 @@ class RunDirectory:
         `inputs` the command reads (see `claim_output`). Only the chief claims the folder:
         the other workers write into the chief's, so they must leave it alone."""
         if self.chief:
+            check_run_writers()
             claim_output(self.path, overwrite, inputs=inputs)
 
     @classmethod
@@ -246,6 +255,7 @@ class RunDirectory:
         backups (for `--resume`), checkpoints, TensorBoard logs and `metrics.jsonl`."""
         from keras_bert_core.training import fit_resumable, training_callbacks
 
+        check_run_writers()
         done = self.completed_steps()
         if done:
             say(f"resuming {self.path} after step {done} of {epochs * steps_per_epoch}")
@@ -275,13 +285,13 @@ class RunDirectory:
     def plot_curves(self, title, path=None):
         """Draws every logged loss and accuracy against the training step into
         `curves.png` (or `path`); returns the file written, or None before any epoch."""
-        from matplotlib.figure import Figure
+        matplotlib_figure = require("matplotlib.figure", CURVES_FILE)
 
         records = self.epoch_metrics()
         if not records:
             return None
         steps = [r["step"] for r in records]
-        figure = Figure(figsize=(11, 4), layout="constrained")
+        figure = matplotlib_figure.Figure(figsize=(11, 4), layout="constrained")
         for axes, kind in zip(figure.subplots(1, 2), ("loss", "accuracy"), strict=True):
             for key in sorted({k for r in records for k in r if k.endswith(kind)}):
                 axes.plot(steps, [r.get(key, math.nan) for r in records], marker="o",

@@ -4,6 +4,8 @@ import os
 
 import tensorflow as tf
 
+from keras_bert_core.extras import require
+
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 
 
@@ -33,11 +35,9 @@ def write_warmup_requests(export_dir, requests, signature_name="serving_default"
     >>> os.path.basename(path)
     'tf_serving_warmup_requests'
     """
-    try:
-        from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
-    except ImportError as e:
-        raise ImportError("Writing TF Serving warmup requests needs tensorflow-serving-api "
-                          "(pip install tensorflow-serving-api).") from e
+    predict_pb2 = require("tensorflow_serving.apis.predict_pb2", "TF Serving warmup requests")
+    prediction_log_pb2 = require("tensorflow_serving.apis.prediction_log_pb2",
+                                 "TF Serving warmup requests")
     path = os.path.join(export_dir, WARMUP_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert_core.errors import DataError
+from keras_bert_core.extras import require
 from keras_bert_core.tasks.classification import TextClassificationData
 from keras_bert_core.tasks.conll import TaggingData
 from keras_bert_core.tasks.squad import squad_example
@@ -104,7 +105,7 @@ def load_tfds_task(name, split, data_dir=None, download=True):
     if name not in TFDS_TASKS:
         raise ValueError(f"unknown task {name!r}; expected one of {', '.join(TFDS_TASKS)}")
     # Imported here: tensorflow_datasets takes seconds to import and only this needs it.
-    import tensorflow_datasets as tfds
+    tfds = require("tensorflow_datasets", f"the TFDS task {name}")
 
     dataset, info = tfds.load(name, split=split, data_dir=data_dir, download=download,
                               with_info=True)

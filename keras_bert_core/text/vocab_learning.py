@@ -11,6 +11,7 @@ from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import (
     bert_vocab_from_dataset,
 )
 
+from keras_bert_core.extras import require
 from keras_bert_core.text.pretraining_corpus import expand_text_files
 from keras_bert_core.text.vocab_file import SPECIAL_TOKENS
 
@@ -144,14 +145,14 @@ def learn_bpe_vocab(files, vocab_size, output_dir, min_count=2):
     >>> os.path.basename(vocab_file), os.path.basename(merges_file)
     ('vocab.json', 'merges.txt')
     """
-    from tokenizers import ByteLevelBPETokenizer
+    tokenizers = require("tokenizers", "learning a byte-level BPE vocabulary")
 
     alphabet = 256 + len(BPE_SPECIAL_TOKENS)
     if vocab_size <= alphabet:
         raise ValueError(f"vocab_size {vocab_size} leaves no room for merges: a byte-level "
                          f"BPE vocabulary starts with {alphabet} tokens (256 bytes and "
                          f"{len(BPE_SPECIAL_TOKENS)} special tokens)")
-    tokenizer = ByteLevelBPETokenizer(add_prefix_space=False)
+    tokenizer = tokenizers.ByteLevelBPETokenizer(add_prefix_space=False)
     tokenizer.train_from_iterator(
         _lines(files), vocab_size=vocab_size, min_frequency=min_count,
         special_tokens=list(BPE_SPECIAL_TOKENS), show_progress=False)

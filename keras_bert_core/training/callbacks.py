@@ -37,6 +37,7 @@ import warnings
 import keras
 
 from keras_bert_core.errors import TrainingError
+from keras_bert_core.extras import require
 from keras_bert_core.files import partial_path, remove
 from keras_bert_core.models.lora import add_lora_state, restore_lora_state
 from keras_bert_core.training.distribution import worker_role
@@ -246,7 +247,8 @@ def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
         log_every_steps: steps between `metrics.jsonl` lines; `None` for epoch ends only.
         backup_every_steps: steps between backups (and at every epoch end); `None` for
             epoch ends only.
-        tensorboard: also write TensorBoard logs to `run_dir/logs`.
+        tensorboard: also write TensorBoard logs to `run_dir/logs` (needs tensorboard, of
+            the cli extra).
         strategy: the strategy training runs under; default: the current one, so pass it
             when calling this outside `strategy.scope()`.
 
@@ -262,6 +264,8 @@ def training_callbacks(run_dir, checkpoint_every_epochs=1, log_every_steps=100,
     backup = StepBackup(_backup_dir(run_dir, task), every_steps=backup_every_steps)
     if not is_chief:
         return [StopOnNonFiniteLoss(), backup]
+    if tensorboard:  # Keras's callback would fail at the first step without it
+        require("tensorboard", "TensorBoard logs")
     callbacks = [StopOnNonFiniteLoss()]
     os.makedirs(run_dir, exist_ok=True)
     if checkpoint_every_epochs:
