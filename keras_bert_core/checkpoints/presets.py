@@ -390,12 +390,18 @@ def _task_settings(model, preprocessor, label_names, given):
 
 def _bare(model):
     """A task model's copy without optimizer state (a trained model's optimizer holds two
-    more copies of the weights, which serving and fine-tuning never read) and without a
-    preprocessor (the preset's tokenizer files are its vocabulary); an encoder as it is."""
-    from keras_bert_core.models import TaskModel
+    more copies of the weights, which serving and fine-tuning never read), without a
+    preprocessor (the preset's tokenizer files are its vocabulary) and with LoRA adapters
+    merged into the kernels; an encoder as it is (Keras saves its kernels merged)."""
+    from keras_bert_core.models import TaskModel, merge_lora
+    from keras_bert_core.models.lora import has_lora
 
     if not isinstance(model, TaskModel):
         return model
+    if has_lora(model):
+        copy = merge_lora(model)  # a new model, whose optimizer holds no state
+        copy.preprocessor = None
+        return copy
     config = {key: value for key, value in model.get_config().items()
               if key != "preprocessor"}
     copy = type(model).from_config(config)

@@ -105,6 +105,23 @@ def test_classifier_preset_loads_with_its_labels_casing_length_and_card(trained_
     _run_card_example(folder)
 
 
+def test_a_lora_model_is_saved_merged(tmp_path):
+    preprocessor = kbc.BertPreprocessor(VOCAB, seq_length=16)
+    model = kbc.BertClassifier(kbc.BertEncoder(CONFIG), num_classes=2, preprocessor=preprocessor)
+    kbc.enable_lora(model, rank=2)
+    model.fit(TEXTS, np.array([1, 0]), epochs=1, verbose=0)
+    rng = np.random.default_rng(0)
+    for weight in model.weights:  # adapters that change the outputs well beyond rounding
+        if "lora_kernel_b" in weight.path:
+            weight.assign(rng.normal(scale=0.5, size=weight.shape))
+    kbc.save_to_preset(model, None, tmp_path / "lora")
+    loaded, _ = kbc.from_preset(tmp_path / "lora")
+    assert not any("lora" in weight.path for weight in loaded.weights)
+    np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0),
+                               model.predict(TEXTS, verbose=0), atol=1e-5)
+    assert model.preprocessor is preprocessor  # the model saved is left as it was
+
+
 def test_load_checkpoint_and_load_pretrainer_read_a_preset_as_its_model_keras(
         trained_classifier, tmp_path):
     model, preprocessor = trained_classifier
