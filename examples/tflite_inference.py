@@ -5,6 +5,7 @@ FastWordpieceDetokenize run inside it as custom ops, which an app registers from
 tensorflow-text's TFLite registrar (`tflite_registrar.SELECT_TFTEXT_OPS` in Python; see
 export/README.md for Android and iOS).
 Each call is padded to its own longest text: a short text does not pay for seq_length.
+The LiteRT interpreter comes with the litert extra (`pip install -e ".[litert]"`).
 
     python examples/tflite_inference.py
     python examples/tflite_inference.py --quantize dynamic   # int8 weights, ~4x smaller
