@@ -310,6 +310,16 @@ def ratios(results):
     return found
 
 
+def cpu_ratio(name, ours, peer, peer_name):
+    """The CPU time of one text's call, peer's over ours, where both were measured: the
+    load-robust companion of a latency ratio (no target: with 2 threads, wall time also
+    depends on how well each engine splits a call between them)."""
+    if "cpu_ms" not in ours or "cpu_ms" not in peer:
+        return {}
+    return {f"{name}, CPU time per text": {"ratio": peer["cpu_ms"] / ours["cpu_ms"],
+                                           "vs": peer_name, "target": None}}
+
+
 def serving_ratios(peers):
     """Issue 19's targets: our SavedModel against ONNX Runtime fp32 (throughput and
     latency), our TFLite files against ONNX Runtime int8 and against each other."""
@@ -334,6 +344,8 @@ def serving_ratios(peers):
         found[f"serving {engine}: {kind} texts, latency"] = {
             "ratio": onnx["latency_ms"] / saved["latency_ms"], "vs": "ONNX Runtime fp32",
             "target": TARGETS["serving_latency"] if same_process else None}
+        found.update(cpu_ratio(f"serving {engine}: {kind} texts", saved, onnx,
+                               "ONNX Runtime fp32"))
     # Agreement as a user meets it: the fine-tuned classifier's labels.
     agreement = peers.get("fine_tuned_classifier", {})
     faithful = {name: figures for name, figures in engines.items()
@@ -345,6 +357,9 @@ def serving_ratios(peers):
             "ratio": engines["ONNX Runtime dynamic int8"]["short"]["latency_ms"]
             / faithful[fastest]["short"]["latency_ms"],
             "vs": "ONNX Runtime dynamic int8", "target": TARGETS["serving_latency"]}
+        found.update(cpu_ratio(f"serving {fastest}: short texts", faithful[fastest]["short"],
+                               engines["ONNX Runtime dynamic int8"]["short"],
+                               "ONNX Runtime dynamic int8"))
     fp32 = engines["TFLite float32"]
     for name in faithful:
         if "int8" in name:
@@ -650,10 +665,14 @@ def serving_peers_table(results):
              "(max |difference|, mean cosine). Topic labels: a linear probe trained on the "
              "float32 embeddings labels the held-out texts of `kbc demo`'s topic task "
              f"({p['texts']['topic']} texts, 5 classes) from each engine's embeddings: "
-             "agreement with the float32 labels / accuracy.", "",
-             "| engine | file MB | short ms/text | short texts/s | long ms/text | "
-             "long texts/s | agreement short | agreement long | topic labels |",
-             "|---|---:|---:|---:|---:|---:|---|---|---|"]
+             "agreement with the float32 labels / accuracy. CPU ms/text: the CPU time the "
+             "process spent in a one-text call (all its threads; median, best round): the "
+             "engine's work, which other programs on a loaded machine delay but do not add "
+             "to.", "",
+             "| engine | file MB | short ms/text | short CPU ms/text | short texts/s | "
+             "long ms/text | long CPU ms/text | long texts/s | agreement short | "
+             "agreement long | topic labels |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for name, kinds in p["engines"].items():
         size = p["file_bytes"].get(name)
         cells = []
@@ -661,6 +680,7 @@ def serving_peers_table(results):
             k = kinds[kind]
             low, high = k["latency_ms_range"]
             cells.append(f"{k['latency_ms']:.2f} ({low:.2f}-{high:.2f})")
+            cells.append(fmt(k.get("cpu_ms"), 2))
             low, high = k["texts_per_s_range"]
             cells.append(f"{k['texts_per_s']:.1f} ({low:.1f}-{high:.1f})")
         agreement = [f"{kinds[kind]['max_abs_diff']:.1e}, cos {kinds[kind]['mean_cosine']:.4f}"

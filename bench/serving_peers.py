@@ -30,7 +30,9 @@ Texts: the first sentences of the stdlib's docstrings ("short") and whole docstr
 128 wordpieces or more ("long", cut to 128). Figures per engine and text kind:
 
 - throughput: texts/s of a pass over the texts in batches of 32 (median of `--repeats`);
-- latency: ms of one text per call (median over `--latency-texts` texts);
+- latency: ms of one text per call (median over `--latency-texts` texts), and the CPU
+  time the process spent in that call (all its threads: the engine's work, which other
+  programs on a shared machine delay but do not add to);
 - agreement with our Keras model's float32 embeddings of the same texts: max |difference|
   and mean cosine similarity;
 - label agreement on a real task: which area of the standard library a docstring
@@ -55,9 +57,11 @@ highest texts/s, lowest ms).
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -267,6 +271,11 @@ def engines(folder, directory):
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = THREADS
         options.inter_op_num_threads = 1
+        # By default ONNX Runtime's idle intra-op threads spin-wait for work; in a process
+        # shared with the other engines they took a core from each engine's calls (TFLite
+        # float32 used half as much CPU again beside them). Off: each call uses its own
+        # engine's threads only, as each engine has its own process when deployed.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(path, options,
                                                providers=["CPUExecutionProvider"])
 
@@ -336,6 +345,19 @@ def session_runner(path):
     return lambda texts: session.run(embedding, {text: [t.encode() for t in texts]})
 
 
+def timed_with_cpu(call, cpu_seconds):
+    """`call` made to return the wall seconds it took, appending the CPU seconds the
+    process spent meanwhile (all its threads) to `cpu_seconds`: the work of one call, which
+    other programs on a loaded machine delay but do not add to."""
+    def run(argument):
+        cpu, start = time.process_time(), time.perf_counter()
+        call(argument)
+        wall = time.perf_counter() - start
+        cpu_seconds.append(time.process_time() - cpu)
+        return wall
+    return run
+
+
 def agreement(embeddings, reference):
     import numpy as np
 
@@ -379,12 +401,15 @@ def one_round(folder, directory, texts, args):
             {name: lambda _, run=run, sample=sample: [
                 run(b) for b in common.batches(sample, BATCH)] for name, run in embed.items()},
             range(args.repeats))
-        latency = common.median_seconds_in_turns(
-            {name: lambda text, run=run: run([text]) for name, run in embed.items()},
-            sample[:args.latency_texts])
+        cpu = {name: [] for name in embed}
+        latency = common.medians_in_turns(
+            {name: timed_with_cpu(lambda text, run=run: run([text]), cpu[name])
+             for name, run in embed.items()}, sample[:args.latency_texts])
         for name in embed:
             figures[name][kind].update(texts_per_s=len(sample) / seconds[name],
-                                       latency_ms=1000 * latency[name])
+                                       latency_ms=1000 * latency[name],
+                                       # The first call is the untimed warm-up.
+                                       cpu_ms=1000 * statistics.median(cpu[name][1:]))
         # Each step's input made before the timing: the step alone is timed.
         prepared = [{name: prepare(text) for name, (prepare, _) in parts.items()}
                     for text in sample[:args.latency_texts]]
@@ -411,22 +436,24 @@ def best_of(rounds):
             runs = [r[kind] for r in measured]
             speeds = [r["texts_per_s"] for r in runs]
             latencies = [r["latency_ms"] for r in runs]
+            cpu = [r["cpu_ms"] for r in runs if "cpu_ms" in r]
             best["engines"][name][kind] = {
                 **runs[0], "texts_per_s": max(speeds), "latency_ms": min(latencies),
+                **({"cpu_ms": min(cpu), "cpu_ms_range": [min(cpu), max(cpu)]} if cpu else {}),
                 "texts_per_s_range": [min(speeds), max(speeds)],
                 "latency_ms_range": [min(latencies), max(latencies)]}
     return best
 
 
 def markdown(result):
-    lines = ["| engine | short ms/text | short texts/s | long ms/text | long texts/s | "
-             "short max abs diff / mean cosine | long max abs diff / mean cosine | "
-             "topic labels: agreement / accuracy |",
-             "|---|---:|---:|---:|---:|---|---|---|"]
+    lines = ["| engine | short ms/text | short CPU ms/text | short texts/s | long ms/text | "
+             "long CPU ms/text | long texts/s | short max abs diff / mean cosine | "
+             "long max abs diff / mean cosine | topic labels: agreement / accuracy |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for name in ENGINES:
         kinds = result["engines"][name]
-        cells = [f"{kinds[k]['latency_ms']:.2f} | {kinds[k]['texts_per_s']:.1f}"
-                 for k in ("short", "long")]
+        cells = [f"{kinds[k]['latency_ms']:.2f} | {kinds[k]['cpu_ms']:.2f} | "
+                 f"{kinds[k]['texts_per_s']:.1f}" for k in ("short", "long")]
         faith = [f"{kinds[k]['max_abs_diff']:.1e} / {kinds[k]['mean_cosine']:.5f}"
                  for k in ("short", "long")]
         topic = kinds["topic"]
