@@ -169,6 +169,9 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_unknown_distribution_strategy(kbc, tmp_path):
-    result = kbc(*finetune_classify("--strategy", "bogus", "--run-dir", tmp_path / "run"))
-    assert_user_error(result, "'bogus'", "mirrored")
+def test_unknown_distribution_strategy_is_refused_by_the_parser(kbc, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        kbc(*finetune_classify("--strategy", "bogus", "--run-dir", tmp_path / "run"))
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
