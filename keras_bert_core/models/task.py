@@ -44,15 +44,17 @@ class TaskModel(keras.Model):
     `fit`, `evaluate` and `predict` then also take text: a string, a list or array of
     strings, a tuple of two such for pairs (a tuple is always read as segments; a list is a
     batch), or a batched `tf.data.Dataset` of them (elements `text` or `(text, y[,
-    sample_weight])`). Text is preprocessed inside the `tf.data` input pipeline, so under
-    `tf.distribute` the replicas receive int32 ids, never strings. `fit` and `evaluate`
+    sample_weight])`). `fit` and `evaluate` preprocess text inside the `tf.data` input
+    pipeline, so under `tf.distribute` the replicas receive int32 ids, never strings, and
     pad every batch to the preprocessor's `seq_length` (static shapes, aligned with
-    per-token labels); `predict` pads each batch to its longest text (a preprocessor that
-    takes `static_shape`), except for models whose outputs are per token
-    (`outputs_per_token`: span and token models), whose outputs are `[n, seq_length]` so
-    that every batch's positions line up. Dict inputs pass through unchanged. The
-    preprocessor is saved with the model (`model.save`): `BertPreprocessor` keeps its
-    vocabulary files as assets of the `.keras` file.
+    per-token labels). `predict` preprocesses batch by batch (eagerly: nothing to trace)
+    and pads each batch to its longest text (a preprocessor that takes `static_shape`),
+    except for models whose outputs are per token (`outputs_per_token`: span and token
+    models), whose outputs are `[n, seq_length]` so that every batch's positions line up.
+    Dict inputs pass through unchanged. The preprocessor is saved with the model
+    (`model.save`): `BertPreprocessor` keeps its vocabulary files as assets of the
+    `.keras` file (`assets/preprocessor/tokenizer/vocab.txt`, see
+    `keras_bert_core.text.vocabulary_assets`), not in its config.
 
     Subclasses build their functional graph, call `super().__init__(encoder, inputs,
     outputs, **kwargs)`, set their attributes, call `self.compile()`, and define
@@ -176,13 +178,41 @@ class TaskModel(keras.Model):
     def predict(self, *args, **kwargs):
         arguments = _arguments(keras.Model.predict, self, args, kwargs)
         if _is_text_data(arguments.get("x")):
-            arguments["x"] = self._text_data(
-                arguments.pop("x"), None, None, arguments.pop("batch_size", None),
-                static_shape=self.outputs_per_token)
+            dataset, text_only = self._text_batches(
+                arguments.pop("x"), None, None, arguments.pop("batch_size", None))
+
+            # Batch by batch, eagerly: a traced byte-level BPE tokenizer is a large graph,
+            # slow to build, which one pass over the data need not pay for.
+            def batches():
+                for element in dataset:
+                    yield self.preprocess_text(element if text_only else element[0],
+                                               static_shape=self.outputs_per_token)
+
+            # Every length may vary from batch to batch.
+            signature = tf.nest.map_structure(
+                lambda t: tf.TensorSpec([None] * len(t.shape), tf.as_dtype(t.dtype)),
+                next(batches()))
+            arguments["x"] = tf.data.Dataset.from_generator(batches,
+                                                            output_signature=signature)
+            if dataset.cardinality() >= 0:
+                arguments.setdefault("steps", int(dataset.cardinality()))
         return super().predict(**arguments)
 
     def _text_data(self, x, y, sample_weight, batch_size, static_shape, shuffle=False):
-        """A `tf.data.Dataset` of batches whose text is preprocessed (in the pipeline)."""
+        """A `tf.data.Dataset` of batches whose text is preprocessed in the pipeline."""
+        dataset, text_only = self._text_batches(x, y, sample_weight, batch_size, shuffle)
+
+        def preprocess(*element):
+            if text_only:
+                return self.preprocess_text(element[0] if len(element) == 1 else element,
+                                            static_shape)
+            return (self.preprocess_text(element[0], static_shape), *element[1:])
+
+        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+            tf.data.AUTOTUNE)
+
+    def _text_batches(self, x, y, sample_weight, batch_size, shuffle=False):
+        """`(dataset, text_only)`: batches of text (with their targets unless `text_only`)."""
         if self.preprocessor is None:
             self.preprocess_text(None)  # raises the error that says what is missing
         if isinstance(x, tf.data.Dataset):
@@ -206,15 +236,7 @@ class TaskModel(keras.Model):
         if any(spec.shape.rank == 0 for spec in tf.nest.flatten(text_spec)):
             raise ValueError("the dataset yields single texts: batch it first, e.g. "
                              "dataset.batch(32)")
-
-        def preprocess(*element):
-            if text_only:
-                return self.preprocess_text(element[0] if len(element) == 1 else element,
-                                            static_shape)
-            return (self.preprocess_text(element[0], static_shape), *element[1:])
-
-        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-            tf.data.AUTOTUNE)
+        return dataset, text_only
 
     @property
     def trainable_weights(self):

@@ -48,6 +48,7 @@ from keras_bert_core.text.bpe_vocabulary import (
 )
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
+from keras_bert_core.text.vocabulary_assets import VocabularyAssets, writing_keras_file
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
 # is ASCII only.
@@ -88,7 +89,7 @@ _NO_MERGE = 2**31 - 1
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
+class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
     """Byte-level BPE tokenizer (RoBERTa, GPT-2) that runs inside the TensorFlow graph.
 
     Strings go in, token ids come out, with the ids of Hugging Face `tokenizers` set up as
@@ -101,7 +102,9 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
         vocabulary: path to a `vocab.json` (token -> id) or a dict. Every one of the 256
             byte symbols must be in it, and every merge's two symbols and their join.
         merges: path to a `merges.txt` (one `"left right"` pair per line, highest priority
-            first) or a list of such strings. The config stores both in memory.
+            first) or a list of such strings. The config stores both in memory; a `.keras`
+            file holds them as the assets `vocab.json` and `merges.txt` instead (see
+            `vocabulary_assets`). Both None: no vocabulary until `load_assets` reads one.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -131,6 +134,16 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
         # Strings go in as they are (Keras would cast inputs to the layer dtype).
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
+        self.vocabulary = self.merges = None
+        if vocabulary is not None or merges is not None:
+            self._set_vocabulary(vocabulary, merges)
+        self.built = True
+
+    @property
+    def has_vocabulary(self):
+        return self.vocabulary is not None
+
+    def _set_vocabulary(self, vocabulary, merges):
         self.vocabulary = load_bpe_vocabulary(vocabulary)
         self.merges = load_bpe_merges(merges)
         self._tokens = {i: token for token, i in self.vocabulary.items()}
@@ -179,10 +192,10 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
                 [len(b) - len(b.lstrip(b" ")) for b in token_bytes], tf.int64)
             self._trailing_spaces = tf.constant(
                 [len(b) - len(b.rstrip(b" ")) for b in token_bytes], tf.int64)
-        self.built = True
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
+        self._check_vocabulary()
         return len(self.vocabulary)
 
     @staticmethod
@@ -192,11 +205,13 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
         return not token.startswith("\u0120")
 
     def token_to_id(self, token):
+        self._check_vocabulary()
         if token not in self.vocabulary:
             raise KeyError(f"Token {token!r} is not in the vocabulary.")
         return self.vocabulary[token]
 
     def id_to_token(self, token_id):
+        self._check_vocabulary()
         token_id = int(token_id)
         if token_id not in self._tokens:
             raise KeyError(f"Id {token_id} is not in the vocabulary.")
@@ -252,6 +267,7 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
             string tensor [batch] (or a scalar for 1-D ids) of the joined bytes; special
             tokens are spelled out.
         """
+        self._check_vocabulary()
         token_ids = tf.convert_to_tensor(token_ids) if not isinstance(
             token_ids, tf.RaggedTensor) else token_ids
         return tf.strings.reduce_join(tf.gather(self._token_bytes, token_ids), axis=-1)
@@ -259,6 +275,7 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
     def _tokenize(self, text, with_offsets):
         """Ids (and offsets) of each text: ASCII texts with the ASCII pattern, the others
         with the Unicode one, rows back in input order."""
+        self._check_vocabulary()
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
         return route_rows(
             text, tf.strings.regex_full_match(text, _ASCII_TEXT),
@@ -389,5 +406,8 @@ class BytePairTokenizer(SpecialTokenIds, keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
+        if writing_keras_file() or self.vocabulary is None:  # assets (vocabulary_assets)
+            config.update({"vocabulary": None, "merges": None})
+        else:
+            config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
         return config

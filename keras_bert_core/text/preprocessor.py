@@ -8,6 +8,7 @@ from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.string_batches import cut_texts
 from keras_bert_core.text.tokenizer import BertTokenizer
+from keras_bert_core.text.vocabulary_assets import writing_keras_file
 from keras_bert_core.text.vocabulary_files import (
     BYTE_PAIR,
     SENTENCEPIECE,
@@ -134,19 +135,13 @@ class BertPreprocessor(keras.layers.Layer):
         self.tokenizer = _tokenizer(vocabulary, merges, lower_case, tflite_compatible,
                                     max_text_bytes)
         self.tokenizer_kind = tokenizer_kind(self.tokenizer)
-        self.packer = BertPacker(
-            seq_length,
-            cls_id=self.tokenizer.cls_id,
-            sep_id=self.tokenizer.sep_id,
-            pad_id=self.tokenizer.pad_id,
-            truncation=truncation,
-            static_shape=static_shape,
-            **PACKING[self.tokenizer_kind],
-        )
-        self.seq_length = self.packer.seq_length
+        self.seq_length = int(seq_length)
         self.lower_case = bool(getattr(self.tokenizer, "lower_case", False))
         self.truncation = truncation
-        self.static_shape = self.packer.static_shape
+        self.static_shape = bool(static_shape)
+        self._packer = None
+        if self.tokenizer.has_vocabulary:  # else once `load_assets` gave it one
+            self._packer = self.packer
         self.tflite_compatible = bool(getattr(self.tokenizer, "tflite_compatible", False))
         self.max_text_bytes = getattr(self.tokenizer, "max_text_bytes", max_text_bytes)
         # Tokenizers that do not cut texts themselves (BPE, SentencePiece) get them cut
@@ -159,6 +154,21 @@ class BertPreprocessor(keras.layers.Layer):
                              "tflite_compatible=True")
         self._tokens = None
         self.built = True
+
+    @property
+    def packer(self):
+        """The `BertPacker`, made from the tokenizer's special tokens."""
+        if self._packer is None:
+            self._packer = BertPacker(
+                self.seq_length,
+                cls_id=self.tokenizer.cls_id,
+                sep_id=self.tokenizer.sep_id,
+                pad_id=self.tokenizer.pad_id,
+                truncation=self.truncation,
+                static_shape=self.static_shape,
+                **PACKING[self.tokenizer_kind],
+            )
+        return self._packer
 
     @property
     def vocabulary(self):
@@ -247,8 +257,12 @@ class BertPreprocessor(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         # WordPiece keeps the config it always had; BPE stores its vocabulary and merges,
-        # SentencePiece its tokenizer (with its model and options).
-        if self.tokenizer_kind == WORDPIECE:
+        # SentencePiece its tokenizer (with its model and options). In a `.keras` file every
+        # kind stores its tokenizer, whose vocabulary files are assets (vocabulary_assets).
+        if writing_keras_file() or not self.tokenizer.has_vocabulary:
+            vocabulary = {"vocabulary": None,
+                          "tokenizer": keras.saving.serialize_keras_object(self.tokenizer)}
+        elif self.tokenizer_kind == WORDPIECE:
             vocabulary = {"vocabulary": list(self.tokenizer.vocabulary)}
         elif self.tokenizer_kind == BYTE_PAIR:
             vocabulary = {"vocabulary": dict(self.tokenizer.vocabulary),

@@ -62,6 +62,7 @@ from keras_bert_core.text.string_batches import (
 )
 from keras_bert_core.text.tflite_tokenization import TfliteWordpieces, row_ids
 from keras_bert_core.text.vocab_file import load_vocabulary
+from keras_bert_core.text.vocabulary_assets import VocabularyAssets, writing_keras_file
 
 # Lines that FastWordpieceTokenize's own pre-tokenization splits exactly as the reference:
 # ASCII has no accents, no CJK and one case mapping, and its punctuation is the same in
@@ -71,7 +72,7 @@ _PLAIN_ASCII = r"[\x20-\x7e\t\n\r]*"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
+class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
     """BERT WordPiece tokenizer that runs inside the TensorFlow graph.
 
     Strings go in, wordpiece ids come out: in a `tf.data` pipeline, in a `tf.function`,
@@ -93,7 +94,9 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
 
     Args:
         vocabulary: path to a BERT `vocab.txt` or a list of tokens (index = id). It must
-            contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list.
+            contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list; in
+            a `.keras` file it is the asset `vocab.txt` instead (see `vocabulary_assets`).
+            None: no vocabulary until `load_assets` reads one.
         lower_case: uncased model (lower case, NFD, strip accents) if True, cased if False.
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
             ops that its TFLite registrar resolves), to the same ids and offsets.
@@ -125,7 +128,6 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
         # Strings go in as they are (Keras would cast inputs to the layer dtype).
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        self.vocabulary = load_vocabulary(vocabulary)
         self.lower_case = bool(lower_case)
         self.tflite_compatible = bool(tflite_compatible)
         if max_text_bytes is not None and (not isinstance(max_text_bytes, int) or isinstance(
@@ -133,6 +135,17 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
             raise ValueError("max_text_bytes must be an integer of at least 4 or None, got "
                              f"{max_text_bytes!r}")
         self.max_text_bytes = max_text_bytes
+        self.vocabulary = None
+        if vocabulary is not None:
+            self._set_vocabulary(vocabulary)
+        self.built = True
+
+    @property
+    def has_vocabulary(self):
+        return self.vocabulary is not None
+
+    def _set_vocabulary(self, vocabulary):
+        self.vocabulary = load_vocabulary(vocabulary)
         self._token_ids = {token: i for i, token in enumerate(self.vocabulary)}
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
@@ -146,7 +159,7 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
             )
             if self.tflite_compatible:
                 self._tflite = TfliteWordpieces(self.vocabulary, self.lower_case,
-                                                self._word_wordpiece, max_text_bytes)
+                                                self._word_wordpiece, self.max_text_bytes)
             else:
                 # Splits whole strings into words itself. It counts bytes: only ASCII words
                 # get the reference's character limit.
@@ -156,10 +169,10 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
                     token_out_type=tf.int32,
                     no_pretokenization=False,
                 )
-        self.built = True
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
+        self._check_vocabulary()
         return len(self.vocabulary)
 
     @staticmethod
@@ -168,11 +181,13 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
         return token.startswith("##")
 
     def token_to_id(self, token):
+        self._check_vocabulary()
         if token not in self._token_ids:
             raise KeyError(f"Token {token!r} is not in the vocabulary.")
         return self._token_ids[token]
 
     def id_to_token(self, token_id):
+        self._check_vocabulary()
         if not 0 <= token_id < len(self.vocabulary):
             raise KeyError(f"Id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
         return self.vocabulary[token_id]
@@ -192,6 +207,7 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
             int32 `tf.RaggedTensor` [batch, (wordpieces)] for a batch, or an int32 `tf.Tensor`
             [wordpieces] for a single string.
         """
+        self._check_vocabulary()
         text, single = as_batch(inputs)
         if self.tflite_compatible:
             ids = self._tflite(text, with_offsets=False)[0]
@@ -212,6 +228,7 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
             span of its word for `[UNK]`. Types are int32, int64, int64. The
             TFLite-compatible pipeline computes them with TFLite builtin ops too.
         """
+        self._check_vocabulary()
         text, single = as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
@@ -355,7 +372,9 @@ class BertTokenizer(SpecialTokenIds, keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary": list(self.vocabulary),
+                # A `.keras` file holds it as an asset (see `vocabulary_assets`).
+                "vocabulary": (None if writing_keras_file() or self.vocabulary is None
+                               else list(self.vocabulary)),
                 "lower_case": self.lower_case,
                 "tflite_compatible": self.tflite_compatible,
                 "max_text_bytes": self.max_text_bytes,

@@ -1,0 +1,278 @@
+"""Task models that carry their preprocessor: raw text into `fit`, `evaluate` and
+`predict`, and `.keras` files that hold the vocabulary as an asset."""
+
+import json
+import pathlib
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert_core as kbc
+from keras_bert_core.text import vocabulary_assets
+from tests.helpers import global_dtype_policy
+from tests.training.toys import read_output, run_module
+
+# Models saved before any fit: Keras says it does not restore their unbuilt optimizer.
+pytestmark = pytest.mark.filterwarnings("ignore:Skipping variable loading for optimizer")
+
+DATA = pathlib.Path(__file__).parents[1] / "text" / "data"
+WORDPIECE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", ".",
+             "a", "dog", "is", "what", "?", "brown", "runs", "cat"]
+VOCABULARIES = {"wordpiece": WORDPIECE, "byte_pair": str(DATA / "bpe" / "vocab.json"),
+                "sentencepiece": str(DATA / "sentencepiece" / "spiece.model")}
+SEQ = 16
+TEXTS = ["The quick fox.", "a dog runs", "what is a cat ?", "the brown dog", "fox"]
+QUESTIONS = ["what is a fox ?", "what runs ?", "what is brown ?", "a cat ?", "the dog"]
+
+
+def make_preprocessor(kind="wordpiece"):
+    return kbc.BertPreprocessor(VOCABULARIES[kind], seq_length=SEQ)
+
+
+def make_encoder(preprocessor):
+    config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
+                                   max_position_embeddings=32, dropout=0.0,
+                                   attention_dropout=0.0)
+    return kbc.BertEncoder(config)
+
+
+# Each task model with its raw text and the shape `predict` gives for the five examples.
+def classifier(pre):
+    return kbc.BertClassifier(make_encoder(pre), 3, dropout=0.0, preprocessor=pre), \
+        TEXTS, (5, 3)
+
+
+def classifier_pairs(pre):
+    return kbc.BertClassifier(make_encoder(pre), 3, dropout=0.0, preprocessor=pre), \
+        (QUESTIONS, TEXTS), (5, 3)
+
+
+def regression(pre):
+    return kbc.BertClassifier(make_encoder(pre), 1, dropout=0.0, preprocessor=pre), \
+        (TEXTS, QUESTIONS), (5, 1)
+
+
+def span_labeler(pre):
+    return kbc.BertSpanLabeler(make_encoder(pre), preprocessor=pre), (QUESTIONS, TEXTS), \
+        {"start_logits": (5, SEQ), "end_logits": (5, SEQ)}
+
+
+def token_classifier(pre):
+    return kbc.BertTokenClassifier(make_encoder(pre), 4, dropout=0.0, preprocessor=pre), \
+        TEXTS, (5, SEQ, 4)
+
+
+def multiple_choice(pre):
+    choices = [[text, question] for text, question in zip(TEXTS, QUESTIONS, strict=True)]
+    return kbc.BertMultipleChoice(make_encoder(pre), 2, dropout=0.0, preprocessor=pre), \
+        (QUESTIONS, choices), (5, 2)
+
+
+CASES = [classifier, classifier_pairs, regression, span_labeler, token_classifier,
+         multiple_choice]
+
+
+def shapes(outputs):
+    return {k: v.shape for k, v in outputs.items()} if isinstance(outputs, dict) \
+        else outputs.shape
+
+
+def assert_same_outputs(actual, expected):
+    for a, b in zip(tf.nest.flatten(actual), tf.nest.flatten(expected), strict=True):
+        np.testing.assert_allclose(a, b, atol=2e-5)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.__name__ for case in CASES])
+def test_predict_takes_text_on_every_task_model(case):
+    model, text, expected_shape = case(make_preprocessor())
+    outputs = model.predict(text, batch_size=2, verbose=0)
+    assert shapes(outputs) == expected_shape
+    # The same numbers as the model's outputs for the preprocessor's inputs, padded to
+    # seq_length in one batch.
+    inputs = model.preprocess_text(text, static_shape=True)
+    assert_same_outputs(outputs, model.predict(inputs, verbose=0))
+    dataset = tf.data.Dataset.from_tensor_slices(text).batch(3)
+    assert_same_outputs(model.predict(dataset, verbose=0), outputs)
+
+
+def test_per_token_outputs_line_up_with_the_preprocessed_tokens():
+    model, text, _ = token_classifier(make_preprocessor())
+    mask = model.preprocess_text(text, static_shape=True)["padding_mask"].numpy()
+    logits = model.predict(text, batch_size=2, verbose=0)
+    assert logits.shape[:2] == mask.shape  # padded alike, whatever each batch's longest
+
+
+class RecordingPreprocessor:
+    """A duck-typed preprocessor (a plain callable) that records how it is called."""
+
+    def __init__(self):
+        self.preprocessor = make_preprocessor()
+        self.static_shapes = []
+
+    def __call__(self, text, static_shape=None):
+        self.static_shapes.append(static_shape)
+        return self.preprocessor(text, static_shape=static_shape)
+
+
+def test_any_callable_preprocesses_and_predict_pads_to_the_longest_text():
+    recording = RecordingPreprocessor()
+    model = kbc.BertClassifier(make_encoder(recording.preprocessor), 3, preprocessor=recording)
+    model.predict(["fox"], verbose=0)
+    assert set(recording.static_shapes) == {False}
+    recording.static_shapes.clear()
+    model.evaluate(["fox"], [1], verbose=0)
+    model.fit(["fox"], [1], verbose=0)
+    assert set(recording.static_shapes) == {True}
+    # A preprocessor that takes no static_shape is called with the text alone.
+    model.preprocessor = recording.preprocessor.__call__
+    assert model.predict(["fox"], verbose=0).shape == (1, 3)
+
+
+@pytest.mark.slow  # three fits and four evaluations, each traced, per model
+@pytest.mark.parametrize("case", [classifier_pairs, token_classifier, multiple_choice],
+                         ids=lambda case: case.__name__)
+def test_fit_and_evaluate_take_text(case):
+    model, text, _ = case(make_preprocessor())
+    x = model.preprocess_text(text, static_shape=True)
+    y = (np.array([[1, 2, 0, 3] * 4] * 5, "int32") if case is token_classifier
+         else np.array([0, 1, 1, 0, 1], "int32") if case is multiple_choice
+         else np.array([0, 2, 1, 2, 0], "int32"))
+    # evaluate on text equals evaluate on the preprocessor's inputs
+    np.testing.assert_allclose(model.evaluate(text, y, batch_size=2, verbose=0),
+                               model.evaluate(x, y, batch_size=2, verbose=0), rtol=1e-5)
+    history = model.fit(text, y, batch_size=2, epochs=2, validation_split=0.4, verbose=0)
+    assert set(history.history) >= {"loss", "val_loss"}
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    dataset = tf.data.Dataset.from_tensor_slices((text, y)).batch(2)
+    history = model.fit(dataset, validation_data=(text, y), shuffle=False, verbose=0)
+    assert np.isfinite(history.history["val_loss"][0])
+
+
+def test_span_labeler_fits_text_pairs_with_token_positions():
+    model, text, _ = span_labeler(make_preprocessor())
+    x = model.preprocess_text(text, static_shape=True)
+    # The answer: the context's tokens (segment 1) but its last.
+    y = {"start_positions": np.argmax(x["segment_ids"].numpy(), axis=1),
+         "end_positions": x["padding_mask"].numpy().sum(axis=1) - 3}
+    history = model.fit(text, y, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_text_without_a_preprocessor_is_one_clear_error():
+    model = kbc.BertClassifier(make_encoder(make_preprocessor()), 2)
+    assert model.preprocessor is None and "preprocessor" not in model.get_config()
+    for call in (lambda: model.predict(["a text"]), lambda: model.fit(["a text"], [1]),
+                 lambda: model.evaluate((["a"], ["b"]), [1])):
+        with pytest.raises(ValueError, match="was given text but has no preprocessor"):
+            call()
+    model.preprocessor = make_preprocessor()  # attached later
+    assert model.predict("a text", verbose=0).shape == (1, 2)
+
+
+def test_bad_text_input_names_the_problem():
+    model, _, _ = multiple_choice(make_preprocessor())
+    with pytest.raises(ValueError, match=r"takes text as a tuple \(contexts, choices\)"):
+        model.predict(TEXTS, verbose=0)
+    with pytest.raises(ValueError, match=r"choices \[batch, 2\]"):
+        model.predict((TEXTS, [[t] * 3 for t in TEXTS]), verbose=0)
+    classifier_model, _, _ = classifier(make_preprocessor())
+    with pytest.raises(ValueError, match="batch it first"):
+        classifier_model.predict(tf.data.Dataset.from_tensor_slices(TEXTS), verbose=0)
+    with pytest.raises(ValueError, match="different numbers of examples"):
+        classifier_model.fit(TEXTS, [0, 1], verbose=0)
+
+
+def test_mixed_precision_model_takes_text():
+    with global_dtype_policy("mixed_float16"):
+        model, text, _ = classifier(make_preprocessor())
+        model.fit(text, np.array([0, 2, 1, 2, 0]), batch_size=5, verbose=0)
+        logits = model.predict(text, verbose=0)
+    assert logits.dtype == np.float32 and np.isfinite(logits).all()
+    assert all(v.dtype == tf.int32 for v in model.preprocess_text(text).values())
+
+
+def test_an_in_memory_copy_keeps_the_preprocessor():
+    model, text, _ = classifier(make_preprocessor())
+    copy = kbc.BertClassifier.from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    assert copy.preprocessor is not model.preprocessor
+    np.testing.assert_allclose(copy.predict(text, verbose=0), model.predict(text, verbose=0),
+                               atol=1e-6)
+
+
+def saved_names_and_config(path):
+    with zipfile.ZipFile(path) as archive:
+        return archive.namelist(), archive.read("config.json").decode("utf-8")
+
+
+ASSETS = {"wordpiece": ["vocab.txt"], "byte_pair": ["vocab.json", "merges.txt"],
+          "sentencepiece": ["spiece.model"]}
+
+
+@pytest.mark.parametrize("kind", list(VOCABULARIES))
+def test_keras_file_holds_the_vocabulary_as_an_asset(kind, tmp_path):
+    preprocessor = make_preprocessor(kind)
+    model = kbc.BertSpanLabeler(make_encoder(preprocessor), preprocessor=preprocessor)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    names, config = saved_names_and_config(path)
+    folder = "assets/preprocessor/tokenizer/"
+    assert sorted(n for n in names if n.startswith("assets/")) == sorted(
+        folder + name for name in [*ASSETS[kind], "tokenizer_config.json"])
+    # Not inline: config.json holds no token of the vocabulary (but words that a model's
+    # config holds anyway, e.g. the piece "name"), and its tokenizer none.
+    model.preprocessor = None
+    words = json.dumps(keras.saving.serialize_keras_object(model))
+    model.preprocessor = preprocessor
+    tokens = [json.dumps(token) for token in preprocessor.vocabulary[5:] if token][:200]
+    assert tokens and not [t for t in tokens if t in config and t not in words]
+    tokenizer_config = json.loads(config)["config"]["preprocessor"]["config"]["tokenizer"]
+    vocabulary_keys = {"wordpiece": ["vocabulary"], "byte_pair": ["vocabulary", "merges"],
+                       "sentencepiece": ["model"]}[kind]
+    assert all(tokenizer_config["config"][key] is None for key in vocabulary_keys)
+
+    loaded = keras.saving.load_model(path)
+    assert type(loaded.preprocessor) is kbc.BertPreprocessor
+    assert loaded.preprocessor.get_config() == preprocessor.get_config()  # inline in memory
+    pairs = (QUESTIONS, TEXTS)
+    assert_same_outputs(loaded.predict(pairs, verbose=0), model.predict(pairs, verbose=0))
+
+
+def test_keras_file_with_the_vocabulary_inline_still_loads(tmp_path, monkeypatch):
+    """Files written before the vocabulary became an asset: inline, no assets folder."""
+    preprocessor = make_preprocessor()
+    model, text, _ = classifier(preprocessor)
+    with monkeypatch.context() as patch:
+        patch.setattr(vocabulary_assets, "_keras_global_state", None)
+        model.save(tmp_path / "with_assets.keras")
+    with zipfile.ZipFile(tmp_path / "with_assets.keras") as source, \
+            zipfile.ZipFile(tmp_path / "old.keras", "w") as old:
+        for name in source.namelist():
+            if not name.startswith("assets/"):
+                old.writestr(name, source.read(name))
+    names, config = saved_names_and_config(tmp_path / "old.keras")
+    assert '"##ick"' in config and not any(n.startswith("assets/") for n in names)
+    loaded = keras.saving.load_model(tmp_path / "old.keras")
+    np.testing.assert_allclose(loaded.predict(text, verbose=0), model.predict(text, verbose=0),
+                               atol=1e-6)
+
+
+def test_a_tokenizer_without_its_asset_says_so():
+    tokenizer = kbc.text.BertTokenizer(None)
+    with pytest.raises(ValueError, match="has no vocabulary"):
+        tokenizer(["the fox"])
+    with pytest.raises(ValueError, match="holds no vocabulary for BertTokenizer"):
+        tokenizer.load_assets(None)
+
+
+@pytest.mark.slow  # a new process that fits twice
+def test_fit_on_text_under_a_two_replica_strategy(tmp_path):
+    """Text goes through the preprocessor in the input pipeline; the replicas get ids."""
+    result_path = tmp_path / "result.json"
+    read_output(run_module("tests.models.raw_text_mirrored", result_path))
+    result = json.loads(result_path.read_text())
+    assert result["replicas"] == 2
+    np.testing.assert_allclose(result["mirrored"], result["single"], rtol=1e-4)
