@@ -37,9 +37,12 @@ differently: ``"00", "0"`` for ``"0", "00"`` in a run of digits):
   in TensorFlow. A NUL character, which that vocabulary cannot spell, is spelled as a
   private-use character that no piece holds (both are unknown characters to the model).
 
-The fast op gives no offsets: ``tokenize_with_offsets`` (either pipeline; not in TFLite)
-runs the default one and places the fast op's pieces with the offsets that
-``SentencepieceTokenizeWithOffsetsOp`` gives the same text (``_PieceOffsets``).
+The fast op gives no offsets. The default pipeline's ``tokenize_with_offsets`` places its
+pieces with the offsets that ``SentencepieceTokenizeWithOffsetsOp`` gives the same text
+(``_PieceOffsets``); that op has no TFLite kernel, so the TFLite-compatible pipeline replays
+the model's normalizer and pieces on character counts instead (``_TfliteOffsets``, tables
+from the model's ``precompiled_charsmap``): the ``sentencepiece`` library's own offsets,
+which the default pipeline's equal but where the op orders tied pieces differently.
 
 Invalid UTF-8 reads as U+FFFD (which ``nmt_nfkc`` removes). Special tokens are never
 produced from text: ``"[CLS]"`` in a text is tokenized as its characters.
@@ -56,7 +59,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from sentencepiece import SentencePieceProcessor
+from sentencepiece import SentencePieceProcessor, sentencepiece_model_pb2
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
 from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
@@ -75,7 +78,7 @@ _SPELLING_UNIT = _KIND_BITS * _CLASS_BITS * _CLASS_BITS
 _SPACE_CHAR, _QUOTE_CHAR, _SMALL_SIGMA, _FINAL_SIGMA = 0x20, 0x22, 0x3C3, 0x3C2
 _REPLACEMENT_CHAR = 0xFFFD
 # Piece types of sentencepiece_model.proto.
-_NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
+_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _BYTE = 1, 2, 3, 4, 6
 
 
 def _case_properties(chars):
@@ -240,8 +243,8 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         lower_case: lower-case the text (`str.lower`), as uncased ALBERT models do.
         keep_accents: keep accents (no NFKD, no stripping of combining characters).
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
-            ops that its TFLite registrar resolves); `tokenize_with_offsets` still runs the
-            default pipeline, whose ops TFLite lacks.
+            ops that its TFLite registrar resolves), `tokenize_with_offsets` included (its
+            tables are built from the model on its first call).
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -357,8 +360,14 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
     def tokenize_with_offsets(self, inputs):
         """Tokenizes strings and locates every piece in its input string.
 
-        Always the default pipeline: the ids of `call`, placed with the offsets of tf.text's
-        `SentencepieceTokenizeWithOffsetsOp` (the fast op gives none).
+        The ids of `call`. The default pipeline places them with the offsets of tf.text's
+        `SentencepieceTokenizeWithOffsetsOp` (the fast op gives none); the TFLite-compatible
+        one counts the model normalizer's units and the pieces' characters (the
+        `sentencepiece` library's offsets: the same, but where that op orders tied pieces
+        differently and the normalizer changed them, e.g. full-width `＝`, where the
+        default pipeline gives the op pieces' whole spans). It needs a model whose every
+        piece's characters are pieces of their own, without user-defined or byte pieces
+        (`ValueError` otherwise), as ALBERT's are.
 
         Args:
             inputs: a list of strings or a 1-D string tensor.
@@ -378,6 +387,8 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         text, single = as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
+        if self.tflite_compatible:
+            return self._tflite_tokenize_with_offsets(text)
         chars = _characters(text)
         out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
         spelled = _spell(out_chars, out_splits)
@@ -392,6 +403,22 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         starts = tf.where(before_word & (starts < ends), starts + 1, starts)
         starts, ends = _input_offsets(chars, span_ends, out_chars, sources, out_splits,
                                       ids.with_flat_values(starts), ids.with_flat_values(ends))
+        outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
+        for x in outputs:
+            keep_static_batch_size(x, text)
+        return outputs
+
+    def _tflite_tokenize_with_offsets(self, text):
+        chars = _tflite_characters(text)
+        out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
+        ids = self._fast_sentencepiece.tokenize(self._speller(out_chars, out_splits))
+        ids = ids.with_row_splits_dtype(tf.int64)
+        if not hasattr(self, "_tflite_offsets"):
+            with tf.init_scope():  # tables built eagerly, once, from the model
+                self._tflite_offsets = _TfliteOffsets(
+                    self.model, self.lower_case, self.keep_accents, self._speller.nul_stand_in)
+        starts, ends = self._tflite_offsets(chars, out_chars, sources, out_splits, span_ends,
+                                            ids)
         outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
         for x in outputs:
             keep_static_batch_size(x, text)
@@ -593,14 +620,14 @@ class _ByteSpeller(tf.Module):
 
     def __init__(self, nul_stand_in):
         super().__init__()
-        self._nul_stand_in = nul_stand_in
+        self.nul_stand_in = nul_stand_in
         tokens = ([bytes([b]) for b in range(1, 256)] + [b"##" + bytes([b]) for b in range(1, 256)]
                   + [b"[UNK]"])
         self._detokenizer = tf_text.FastWordpieceTokenizer(
             tokens, support_detokenization=True, no_pretokenization=True)
 
     def __call__(self, code_points, row_splits):
-        code_points = tf.where(code_points == 0, self._nul_stand_in, code_points)
+        code_points = tf.where(code_points == 0, self.nul_stand_in, code_points)
         lengths = _utf8_lengths(code_points)
         byte_splits = tf.pad(tf.cumsum(lengths), [[1, 0]])
         owner = row_ids(byte_splits)
@@ -719,3 +746,357 @@ class _PieceOffsets(tf.Module):
                                                 out_type=tf.int64),
                       op_end_keys, op_ends)
         return starts, ends
+
+
+# What the model's normalizer makes of the text, per output character, as the TFLite route's
+# offsets need it: a space (which the normalizer's whitespace rules see) and a character that
+# is in no piece of its own (runs of them are one unknown piece).
+_SPACE_BIT, _UNKNOWN_BIT = 1, 2
+_CODE_POINT_RANGE = NUM_CODE_POINTS  # multiplier that packs a prefix id and a code point
+
+
+def charsmap_rules(charsmap):
+    """The rules of a SentencePiece `precompiled_charsmap`: `{input code points: output}`.
+
+    The blob is a darts-clone double array (a DAWG: subtrees are shared) whose keys are
+    UTF-8 byte strings and whose values point into NUL-terminated outputs after it; the
+    normalizer replaces the longest key that starts the rest of the text (a character that
+    starts none is copied). Walked level by level with numpy.
+    """
+    if not charsmap:
+        return {}
+    size = struct.unpack("<I", charsmap[:4])[0]
+    units = np.frombuffer(charsmap[4:4 + size], "<u4").astype(np.int64)
+    outputs = charsmap[4 + size:]
+    base = np.arange(units.size) ^ ((units >> 10) << ((units & 512) >> 6))
+    label = units & 0xFF
+    # Unit j is the child `label[j]` of every node whose base is j ^ label[j].
+    child = np.flatnonzero(((units >> 31) == 0) & (label != 0))
+    parent_base = child ^ label[child]
+    order = np.argsort(parent_base, kind="stable")
+    child, parent_base = child[order], parent_base[order]
+    levels = [(np.array([0]), None)]  # (nodes, index of each one's parent one level up)
+    while levels[-1][0].size:
+        nodes = levels[-1][0]
+        first = np.searchsorted(parent_base, base[nodes], "left")
+        counts = np.searchsorted(parent_base, base[nodes], "right") - first
+        parent = np.repeat(np.arange(nodes.size), counts)
+        within = np.arange(parent.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        levels.append((child[first[parent] + within], parent))
+    rules = {}
+    for depth in range(1, len(levels)):
+        nodes = levels[depth][0]
+        leaves = np.flatnonzero((units[nodes] >> 8) & 1)
+        keys = np.zeros((leaves.size, depth), np.uint8)
+        at = leaves
+        for d in range(depth, 0, -1):
+            keys[:, d - 1] = label[levels[d][0][at]]
+            at = levels[d][1][at]
+        for key, value in zip(keys, (units[base[nodes[leaves]]] & 0x7FFFFFFF).tolist(),
+                              strict=True):
+            output = outputs[value:outputs.index(b"\0", value)]
+            rules[tuple(map(ord, key.tobytes().decode("utf-8")))] = output.decode("utf-8")
+    return rules
+
+
+def _albert_output_chars(lower_case, keep_accents):
+    """The code points that ALBERT's preprocessing can put in a text."""
+    block_of, entries, _, values = albert_character_table(lower_case, keep_accents)
+    code_points = np.arange(NUM_CODE_POINTS)
+    kinds = entries[block_of[code_points // BLOCK_SIZE] * BLOCK_SIZE
+                    + code_points % BLOCK_SIZE] % _KIND_BITS
+    kept = np.flatnonzero((kinds == _SAME) | (kinds == _BACKTICK) | (kinds == _APOSTROPHE))
+    return set(kept.tolist()) | set(values.tolist()) | {
+        _SPACE_CHAR, _QUOTE_CHAR, _SMALL_SIGMA, _FINAL_SIGMA}
+
+
+@functools.lru_cache(maxsize=4)
+def normalizer_tables(model, lower_case, keep_accents, nul_stand_in):
+    """What the model's normalizer does with ALBERT-preprocessed text, as arrays for the
+    TFLite route's offsets (see `_TfliteOffsets`).
+
+    Returns a dict of numpy arrays: `block_of` and `entries` (per code point, in blocks as
+    `albert_character_table`: `spelling + num_spellings * first`, `first` the 1-based
+    index of the code point among the first characters of the rules of several
+    characters, 0 for none); `spelling_splits` and `spelling_values` (each spelling's
+    output characters as `_SPACE_BIT | _UNKNOWN_BIT` classes; spelling 0 is the empty
+    output); `space_spelling` (the output " ") and `space_unknown` (whether `▁` is no
+    piece); `levels`, one `(keys, rule_spelling)` pair per rule length from 2 up (sorted
+    int64 keys `prefix * NUM_CODE_POINTS + code point`, `prefix` the index of the shorter
+    prefix one level down; the spelling of the rule that the key completes, or -1 for a
+    prefix only); `piece_lengths` (characters of each piece, 1 for the unknown piece,
+    whatever run of unknown characters it stands for).
+
+    Raises:
+        ValueError: a model this alignment does not cover (user-defined or byte pieces, or
+            a piece holding a character that is no piece of its own).
+    """
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(model)
+    kinds = {p.type for p in proto.pieces}
+    if kinds & {_USER_DEFINED, _BYTE} or proto.trainer_spec.byte_fallback:
+        raise ValueError("tokenize_with_offsets with tflite_compatible=True does not cover "
+                         "SentencePiece models with user-defined or byte-fallback pieces; "
+                         "use the default pipeline (tflite_compatible=False)")
+    singles = {p.piece.replace("\u2581", " ") for p in proto.pieces
+               if p.type == _NORMAL and len(p.piece) == 1}
+    spread = sorted({c for p in proto.pieces if p.type == _NORMAL
+                     for c in p.piece.replace("\u2581", " ") if c not in singles})
+    if spread:
+        raise ValueError(f"tokenize_with_offsets with tflite_compatible=True needs every "
+                         f"character of a piece to be a piece of its own; this model's "
+                         f"pieces hold {spread[:5]} without it")
+
+    def classes(text):
+        return tuple((_SPACE_BIT if c == " " else 0) | (0 if c in singles else _UNKNOWN_BIT)
+                     for c in text)
+
+    spellings = {(): 0}
+
+    def spelling_of(text):
+        return spellings.setdefault(classes(text), len(spellings))
+
+    rules = charsmap_rules(proto.normalizer_spec.precompiled_charsmap)
+    allowed = _albert_output_chars(lower_case, keep_accents)
+    # The text as the fast op sees it: NUL is spelled as the stand-in.
+    allowed = (allowed - {0}) | {nul_stand_in}
+    # A character without a rule of its own is copied: one character of its class.
+    own_class = np.full(NUM_CODE_POINTS, _UNKNOWN_BIT, np.int64)
+    own_class[[ord(c) for c in singles]] = 0
+    own_class[_SPACE_CHAR] |= _SPACE_BIT
+    class_spelling = np.zeros(_SPACE_BIT + _UNKNOWN_BIT + 1, np.int64)
+    for own in np.unique(own_class).tolist():
+        class_spelling[own] = spellings.setdefault((own,), len(spellings))
+    spelling = class_spelling[own_class]
+    for key, output in rules.items():
+        if len(key) == 1:
+            spelling[key[0]] = spelling_of(output)
+    longer = sorted(key for key in rules if len(key) > 1 and allowed.issuperset(key))
+    firsts = sorted({key[0] for key in longer})
+    first = np.zeros(NUM_CODE_POINTS, np.int64)
+    first[firsts] = np.arange(1, len(firsts) + 1)
+    prefix_ids = {(c,): i for i, c in enumerate(firsts)}
+    levels = []
+    for length in range(2, max(map(len, longer), default=1) + 1):
+        prefixes = sorted({key[:length] for key in longer if len(key) >= length},
+                          key=lambda p: (prefix_ids[p[:-1]], p[-1]))
+        keys = np.array([prefix_ids[p[:-1]] * _CODE_POINT_RANGE + p[-1] for p in prefixes],
+                        np.int64)
+        rule_spelling = np.array([spelling_of(rules[p]) if p in rules else -1
+                                  for p in prefixes], np.int32)
+        prefix_ids = {p: i for i, p in enumerate(prefixes)}
+        levels.append((keys, rule_spelling))
+    entries = spelling + len(spellings) * first
+    blocks, block_of = np.unique(entries.reshape(-1, BLOCK_SIZE), axis=0, return_inverse=True)
+    values = [c for chars in spellings for c in chars]
+    unk_id = SentencePieceProcessor(model_proto=model).unk_id()
+    piece_lengths = [len(p.piece) if p.type == _NORMAL else int(i == unk_id)
+                     for i, p in enumerate(proto.pieces)]
+    return {
+        "block_of": block_of.astype(np.int32).ravel(),
+        "entries": blocks.astype(np.int32).ravel(),
+        "num_spellings": len(spellings),
+        "spelling_splits": np.cumsum([0] + [len(s) for s in spellings]).astype(np.int32),
+        "spelling_values": np.array(values or [0], np.int32),
+        "space_spelling": spellings[classes(" ")],
+        "space_unknown": " " not in singles,
+        "levels": levels,
+        "piece_lengths": np.array(piece_lengths, np.int32),
+    }
+
+
+class _TfliteOffsets(tf.Module):
+    """Byte offsets of the fast op's pieces in the input texts, with TFLite builtins: the
+    model's normalizer and the unigram model's pieces replayed on character counts.
+
+    The normalizer (sentencepiece's `normalizer.cc`) cuts the preprocessed text into units,
+    each the longest rule that starts there (or one character), and writes each unit's
+    output; every output character points at its unit's first character. Its whitespace
+    rules then drop a space after a space or at the start (after the dummy prefix `▁`,
+    which points at the first unit that is not a lone space) and a space at the end (the
+    text then ends where that space's unit starts). The pieces cover the normalized text in
+    order: a piece its own characters, an unknown piece a run of characters that are no
+    pieces (every other character is one: `normalizer_tables` checks the model). So a
+    piece's first and last characters, counted, give the units it starts and ends in, as
+    sentencepiece's own offsets do; the preprocessing's spans then give input bytes.
+    """
+
+    def __init__(self, model, lower_case, keep_accents, nul_stand_in):
+        super().__init__()
+        tables = normalizer_tables(model, lower_case, keep_accents, nul_stand_in)
+        self._nul_stand_in = nul_stand_in
+        self._block_of = tf.constant(tables["block_of"])
+        self._entries = tf.constant(tables["entries"])
+        self._num_spellings = tables["num_spellings"]
+        splits = tables["spelling_splits"]
+        self._spelling_splits = tf.constant(splits)
+        self._spelling_lengths = tf.constant(splits[1:] - splits[:-1])
+        self._spelling_values = tf.constant(tables["spelling_values"])
+        self._space_spelling = tables["space_spelling"]
+        self._space_unknown = tables["space_unknown"]
+        self._levels = [(tf.constant(keys), tf.constant(rule)) for keys, rule in tables["levels"]]
+        self._piece_lengths = tf.constant(tables["piece_lengths"])
+
+    def __call__(self, chars, out_chars, sources, out_splits, span_ends, ids):
+        """Flat int64 `(starts, ends)` of the pieces `ids` (ragged [batch, (pieces)]) in the
+        input texts, from `_AlbertPreprocessing(chars, with_spans=True)`'s outputs."""
+        size = tf.size(out_chars)
+        rows = row_ids(out_splits)
+        row_end = tf.gather(out_splits, rows + 1)
+        code_points = tf.where(out_chars == 0, self._nul_stand_in, out_chars)
+        entry = tf.gather(self._entries, tf.gather(self._block_of, code_points // BLOCK_SIZE)
+                          * BLOCK_SIZE + code_points % BLOCK_SIZE)
+        spelling, unit_length = self._units(code_points, entry, row_end)
+        unit_start = self._unit_starts(unit_length)
+
+        # The normalized characters, each with its unit's first character.
+        counts = tf.where(unit_start, tf.gather(self._spelling_lengths, spelling), 0)
+        splits = tf.pad(tf.cumsum(counts), [[1, 0]])
+        unit = row_ids(splits)
+        within = tf.range(tf.size(unit)) - tf.gather(splits, unit)
+        classes = tf.gather(self._spelling_values, tf.gather(
+            self._spelling_splits, tf.gather(spelling, unit)) + within)
+        normalized_splits = tf.gather(splits, out_splits)
+        normalized_rows = row_ids(normalized_splits)
+
+        # The dummy prefix points at the first unit that is not a lone space.
+        not_space_unit = unit_start & (spelling != self._space_spelling)
+        before = tf.pad(tf.cumsum(tf.cast(not_space_unit, tf.int32)), [[1, 0]])
+        first_unit = tf.gather(tf.pad(_positions(not_space_unit), [[0, 1]],
+                                      constant_values=size), tf.gather(before, out_splits[:-1]))
+        dummy = tf.minimum(first_unit, out_splits[1:])
+
+        # Whitespace: no space at the start (after the dummy prefix) or after a space.
+        space = classes % 2 == _SPACE_BIT
+        starts_row = tf.range(tf.size(unit)) == tf.gather(normalized_splits, normalized_rows)
+        kept = ~(space & (_shift(space, -1, fill=True) | starts_row))
+        kept_before = tf.pad(tf.cumsum(tf.cast(kept, tf.int32)), [[1, 0]])
+        kept_splits = tf.gather(kept_before, normalized_splits)
+        kept_positions = _positions(kept)
+        kept_rows = tf.gather(normalized_rows, kept_positions)
+        last = tf.gather(tf.pad(kept_positions, [[0, 1]]), tf.maximum(kept_splits[1:] - 1, 0))
+        # ... nor at the end: the text then ends where that space's unit starts.
+        trimmed = (kept_splits[1:] > kept_splits[:-1]) & tf.gather(
+            tf.pad(space, [[0, 1]]), last)
+        text_end = tf.where(trimmed, tf.gather(tf.pad(unit, [[0, 1]]), last), out_splits[1:])
+        kept_index = tf.range(tf.size(kept_positions))
+        included = ~(tf.gather(trimmed, kept_rows)
+                     & (kept_index == tf.gather(kept_splits[1:], kept_rows) - 1))
+
+        # A run of unknown characters is one piece (the dummy prefix may start it).
+        unknown = tf.gather(classes, kept_positions) // _UNKNOWN_BIT > 0
+        dummy_unknown = tf.constant(self._space_unknown)
+        starts_kept_row = kept_index == tf.gather(kept_splits, kept_rows)
+        after_unknown = tf.where(starts_kept_row, dummy_unknown,
+                                 _shift(unknown, -1, fill=False))
+        counted = included & ~(unknown & after_unknown)
+        counted_before = tf.pad(tf.cumsum(tf.cast(counted, tf.int32)), [[1, 0]])
+        counted_splits = tf.gather(counted_before, kept_splits)
+        counted_units = tf.pad(tf.gather(unit, tf.gather(kept_positions, _positions(counted))),
+                               [[0, 1]])
+
+        # Pieces: counted characters from the start of their row (0: the dummy prefix).
+        piece_splits = tf.cast(ids.row_splits, tf.int32)
+        lengths = tf.gather(self._piece_lengths, ids.flat_values)
+        piece_rows = row_ids(piece_splits)
+        ends = tf.cumsum(lengths)
+        ends -= tf.gather(tf.pad(ends, [[1, 0]]), tf.gather(piece_splits, piece_rows))
+        row_counted = tf.gather(counted_splits, piece_rows)
+        row_count = tf.gather(counted_splits, piece_rows + 1) - row_counted
+
+        def unit_at(counted_index):
+            """The unit (preprocessed character) that a count from the row start reaches."""
+            inside = tf.gather(counted_units, tf.clip_by_value(
+                row_counted + counted_index - 1, 0, tf.size(counted_units) - 1))
+            return tf.where(counted_index == 0, tf.gather(dummy, piece_rows),
+                            tf.where(counted_index <= row_count, inside,
+                                     tf.gather(text_end, piece_rows)))
+
+        begin, end = unit_at(ends - lengths), unit_at(ends)
+        # A word's first piece starts at the word, not at the space before it.
+        padded_chars = tf.pad(out_chars, [[0, 1]])
+        begin += tf.cast((begin < end) & (tf.gather(padded_chars, begin) == _SPACE_CHAR),
+                         tf.int32)
+        # Preprocessed characters -> input bytes: the input character each comes from.
+        padded_sources = tf.pad(sources, [[0, 1]])
+        row_last = tf.gather(out_splits, piece_rows + 1) - 1
+        input_begin = tf.where(
+            begin <= row_last,
+            tf.gather(chars.starts, tf.gather(padded_sources, begin)),
+            tf.gather(span_ends, tf.gather(padded_sources, tf.maximum(row_last, 0))))
+        input_end = tf.where(end > begin,
+                             tf.gather(span_ends, tf.gather(padded_sources,
+                                                            tf.maximum(end - 1, 0))),
+                             input_begin)
+        return tf.cast(input_begin, tf.int64), tf.cast(input_end, tf.int64)
+
+    def _units(self, code_points, entry, row_end):
+        """Each character's spelling and length as a unit: its own, or those of the longest
+        rule of several characters that starts there (searched where a rule may start)."""
+        spelling = entry % self._num_spellings
+        length = tf.ones_like(code_points)
+        if not self._levels:
+            return spelling, length
+        first = entry // self._num_spellings
+        candidates = _positions(first > 0)
+        rule_spelling = tf.gather(spelling, candidates)
+        rule_length = tf.ones_like(candidates)
+        prefix = tf.cast(tf.gather(first, candidates) - 1, tf.int64)
+        alive = tf.ones_like(candidates, tf.bool)
+        last = tf.maximum(tf.size(code_points) - 1, 0)
+        for length_so_far, (keys, rules) in enumerate(self._levels, start=2):
+            position = candidates + length_so_far - 1
+            alive &= position < tf.gather(row_end, candidates)
+            value = prefix * _CODE_POINT_RANGE + tf.cast(
+                tf.gather(code_points, tf.minimum(position, last)), tf.int64)
+            index = _sorted_index(keys, value)
+            alive &= tf.gather(keys, index) == value
+            rule = tf.gather(rules, index)
+            completes = alive & (rule >= 0)
+            rule_length = tf.where(completes, length_so_far, rule_length)
+            rule_spelling = tf.where(completes, rule, rule_spelling)
+            prefix = tf.cast(index, tf.int64)
+        size = tf.size(code_points)
+        length += tf.math.unsorted_segment_sum(rule_length - 1, candidates, size)
+        spelling += tf.math.unsorted_segment_sum(
+            rule_spelling - tf.gather(spelling, candidates), candidates, size)
+        return spelling, length
+
+    def _unit_starts(self, unit_length):
+        """Where the normalizer's units start: greedily from each row's start, a unit as
+        long as the longest rule there. A character that no earlier rule could cover starts
+        one; from those, the chains of units are followed by pointer doubling."""
+        if not self._levels:
+            return tf.ones_like(unit_length, tf.bool)
+        size = tf.size(unit_length)
+        following = tf.range(size) + unit_length
+        covered = tf.zeros_like(unit_length, tf.bool)
+        for back in range(1, len(self._levels) + 1):  # rules of up to len + 1 characters
+            covered |= _shift(following, -back, fill=0) > tf.range(size)
+
+        def step(starts, jump, changed):
+            landed = tf.math.unsorted_segment_sum(tf.cast(starts, tf.int32), jump, size + 1) > 0
+            grown = starts | landed
+            changed = tf.reduce_any(grown & ~starts)
+            return grown, tf.gather(jump, jump), changed
+
+        starts, _, _ = tf.while_loop(
+            lambda starts, jump, changed: changed, step,
+            (tf.pad(~covered, [[0, 1]], constant_values=True), tf.pad(following, [[0, 1]],
+                                                                       constant_values=size),
+             tf.constant(True)))
+        return tf.slice(starts, [0], [size])
+
+
+def _sorted_index(keys, values):
+    """For each of `values`, the index of the last of the sorted `keys` not above it (0 if
+    none): a binary search in gathers (TFLite has no searchsorted)."""
+    count = int(keys.shape[0])
+    index = tf.zeros_like(values, tf.int32)
+    step = 1 << max(count - 1, 0).bit_length()
+    while step:
+        probe = index + step
+        fits = (probe < count) & (tf.gather(keys, tf.minimum(probe, count - 1)) <= values)
+        index = tf.where(fits, probe, index)
+        step //= 2
+    return index

@@ -23,6 +23,8 @@ from keras_bert_core.export import (
 )
 from keras_bert_core.export.tflite import BPE_TFLITE_BLOCKING_OPS
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.models.span_labeler import BertSpanLabeler
+from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.text import bpe_tokenizer
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from tests.export.helpers import ROOT
@@ -197,3 +199,59 @@ def test_sentencepiece_tflite_takes_raw_text(spm_classifier, spm_preprocessor, t
                                  tflite_preprocessor([text], static_shape=False))
         np.testing.assert_allclose(on_device["probabilities"], expected, atol=1e-5,
                                    err_msg=text)
+
+
+@pytest.mark.slow  # two SavedModels and two TFLite conversions
+def test_sentencepiece_span_and_tagging_tflite_answer_as_the_saved_model(spm_preprocessor,
+                                                                         tmp_path):
+    """ALBERT's span labeler and token classifier in .tflite files (raw text in): their
+    answers' and words' byte offsets are the SavedModel's, on texts that ALBERT's
+    preprocessing and the model's normalizer change (spaces, quotes, accents, Hangul,
+    full-width and compatibility characters)."""
+    litert = pytest.importorskip("ai_edge_litert.interpreter", reason="LiteRT interpreter")
+    from tensorflow_text import tflite_registrar
+
+    keras.utils.set_random_seed(5)
+    config = kbc.BertConfig.preset("tiny", vocab_size=len(spm_preprocessor.vocabulary),
+                                   max_position_embeddings=SEQ_LENGTH)
+    encoder = kbc.BertEncoder(config)
+    questions = ["Who finished the tower?", "Où est le café ?", "누가?", "What?"]
+    contexts = ["Gustave  Eiffel finished ``the tower'' in 1889.",
+                "Le café « naïve » est à Paris, près de l’Opéra.",
+                "한국어 텍스트와 ＡＢＣ１２３ ﬁne ①",
+                ""]
+    tagged = ["Gustave Eiffel’s  TOWER, 1889!", "Crème brûlée ﬁnale ½", "서울 ＴＯＫＹＯ"]
+    cases = [("qa", BertSpanLabeler(encoder), {}, {"question": questions, "context": contexts},
+              ("start_index", "end_index", "answer_start", "answer_end")),
+             ("tagger", BertTokenClassifier(encoder, num_classes=3, dropout=0.0),
+              {"label_names": ["O", "B", "I"]}, {"text": tagged},
+              ("tags", "word_start", "word_begin", "word_end", "word_tags"))]
+    for name, model, options, inputs, compared in cases:
+        export_dir = export_saved_model(model, spm_preprocessor, tmp_path / name,
+                                        warmup=False, **options)
+        served = {key: value.numpy() for key, value in tf.saved_model.load(
+            export_dir).signatures["serving_default"](**{
+                key: tf.constant(value) for key, value in inputs.items()}).items()}
+        path = export_tflite(model, spm_preprocessor, tmp_path / f"{name}.tflite", **options)
+        op_types = tflite_op_types(pathlib.Path(path).read_bytes())
+        assert unsupported_tflite_ops(op_types) == set()
+        runner = litert.InterpreterWithCustomOps(
+            model_path=str(path), custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS
+        ).get_signature_runner("serving_default")
+        on_device = runner(**{key: np.array([v.encode() for v in value], dtype=object)
+                              for key, value in inputs.items()})
+        for key in compared:  # the tagger's rows are padded to the .tflite's width
+            np.testing.assert_array_equal(on_device[key][..., :served[key].shape[-1]],
+                                          served[key], err_msg=f"{name}: {key}")
+        if name == "qa":
+            assert (served["answer_end"] > served["answer_start"])[:3].all()
+            for row, context in enumerate(contexts):
+                begin, end = on_device["answer_start"][row], on_device["answer_end"][row]
+                assert context.encode()[begin:end] == served["answer"][row]
+        else:
+            for row, text in enumerate(tagged):
+                words = [text.encode()[b:e] for b, e in zip(
+                    on_device["word_begin"][row], on_device["word_end"][row], strict=True)
+                    if e > b]
+                assert words == [w for w in served["words"][row] if w]
+                assert [w.decode() for w in words] == text.split()  # SentencePiece's words
