@@ -117,7 +117,11 @@ def user_error_message(error):
 
 
 def main(argv=None):
-    from keras_bert_core.cli.common import apply_tf_log_level_to_absl, quiet_messages
+    from keras_bert_core.cli.common import (
+        apply_tf_log_level_to_absl,
+        load_tensorflow_quietly,
+        quiet_messages,
+    )
 
     parser = build_parser()
     args = parser.parse_args(argv)  # loads no TensorFlow
@@ -131,10 +135,13 @@ def main(argv=None):
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
     else:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    apply_tf_log_level_to_absl()
-    if args.command in TRAINING_COMMANDS:  # before the subcommand loads TensorFlow
+    if args.command in TRAINING_COMMANDS:  # before TensorFlow loads
         for name, value in training_environment(platform.machine()).items():
             os.environ.setdefault(name, value)
+    if os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0":
+        apply_tf_log_level_to_absl()
+    else:
+        load_tensorflow_quietly()
     try:
         with quiet_messages(args.quiet):
             return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0

@@ -181,6 +181,30 @@ def int_at_least(least):
     return parse
 
 
+def load_tensorflow_quietly():
+    """Imports TensorFlow with what its C++ libraries write to stderr as they load hidden
+    (and replayed if the import fails): TensorFlow 2.21 logs there through absl at load
+    time, before any level can be set and whatever TF_CPP_MIN_LOG_LEVEL says. absl's level
+    is then set from TF_CPP_MIN_LOG_LEVEL for what is logged later."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            apply_tf_log_level_to_absl()
+            import tensorflow  # noqa: F401
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def apply_tf_log_level_to_absl():
     """Gives TF_CPP_MIN_LOG_LEVEL's level to absl's C++ log too, which ignores it: XLA logs
     through absl (e.g. "Compiled cluster using XLA!" at the first compiled step, after a

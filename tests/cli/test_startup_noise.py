@@ -1,6 +1,7 @@
 """A new user's terminal shows kbc's lines, not TensorFlow's C++ start-up log."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -15,8 +16,11 @@ def test_tensorflow_start_up_log_is_silenced_unless_asked_for(tmp_path):
     quiet = subprocess.run([*command, str(tmp_path / "a.txt")], capture_output=True,
                            text=True, env=environment, timeout=300)
     assert quiet.returncode == 0, quiet.stderr
-    # TensorFlow's C++ log lines look like "2026-11-24 07:00:00.000000: I external/...".
+    # TensorFlow's C++ log lines look like "2026-11-24 07:00:00.000000: I external/..."
+    # (2.20) or, through absl, "I0000 00:00:1795636552.750137   19997 port.cc:153] ..." (2.21).
     assert ": I " not in quiet.stderr and ": E " not in quiet.stderr, quiet.stderr
+    assert not re.search(r"^[IWE]\d{4} ", quiet.stderr, re.MULTILINE), quiet.stderr
+    assert "absl::InitializeLog" not in quiet.stderr, quiet.stderr
     loud = subprocess.run([*command, str(tmp_path / "b.txt")], capture_output=True, text=True,
                           env={**environment, "TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=300)
     assert loud.returncode == 0 and ": I " in loud.stderr
