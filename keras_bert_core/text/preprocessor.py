@@ -53,6 +53,11 @@ class BertPreprocessor(keras.layers.Layer):
     - a tokenizer layer of this package, used as it is (e.g. a `SentencePieceTokenizer`
       with `keep_accents=True`).
 
+    Saved in a `.keras` file (alone, inside a model, or as a task model's `preprocessor`),
+    its tokenizer's vocabulary files are assets of the file (e.g.
+    `assets/preprocessor/tokenizer/vocab.txt`), not part of `config.json`; see
+    `keras_bert_core.text.vocabulary_assets`. `get_config` in memory still holds them.
+
     Args:
         vocabulary: the vocabulary or tokenizer, as above.
         seq_length: the longest packed sequence, special tokens included.

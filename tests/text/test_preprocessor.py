@@ -301,6 +301,29 @@ def test_config_and_keras_file_round_trips_for_each_tokenizer(kind, tmp_path):
     assert as_lists(from_config(pairs)) == as_lists(preprocessor(pairs))
 
 
+@pytest.mark.parametrize("kind", list(VOCABULARIES))
+def test_keras_file_keeps_the_vocabulary_files_as_assets(kind, tmp_path):
+    import zipfile
+
+    preprocessor = BertPreprocessor(VOCABULARIES[kind], seq_length=12)
+    _, loaded = keras_round_trip(preprocessor, tmp_path / "model.keras")
+    with zipfile.ZipFile(tmp_path / "model.keras") as archive:
+        assets = {name.rsplit("/", 1)[-1] for name in archive.namelist()
+                  if name.startswith("assets/")}
+        config = json.loads(archive.read("config.json"))
+    expected = {"wordpiece": {"vocab.txt"}, "byte_pair": {"vocab.json", "merges.txt"},
+                "sentencepiece": {"spiece.model"}}[kind]
+    assert assets == expected | {"tokenizer_config.json"}
+    layer = next(layer for layer in config["config"]["layers"]
+                 if layer["class_name"] == "BertPreprocessor")["config"]
+    tokenizer = layer["tokenizer"]["config"]
+    assert layer["vocabulary"] is None
+    assert all(tokenizer[key] is None for key in ("vocabulary", "merges", "model")
+               if key in tokenizer)
+    texts = tf.constant(["The quick fox.", "the fox"])
+    assert as_lists(loaded(texts)) == as_lists(preprocessor(texts))
+
+
 def test_wordpiece_config_is_unchanged():
     config = BertPreprocessor(TINY_VOCAB, seq_length=12).get_config()
     assert {k: config[k] for k in ("vocabulary", "lower_case", "tflite_compatible",
