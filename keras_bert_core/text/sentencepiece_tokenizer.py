@@ -1037,30 +1037,33 @@ class _TfliteOffsets(tf.Module):
         length = tf.ones_like(code_points)
         if not self._levels:
             return spelling, length
-        first = entry // self._num_spellings
-        candidates = _positions(first > 0)
-        rule_spelling = tf.gather(spelling, candidates)
-        rule_length = tf.ones_like(candidates)
-        prefix = tf.cast(tf.gather(first, candidates) - 1, tf.int64)
-        alive = tf.ones_like(candidates, tf.bool)
-        last = tf.maximum(tf.size(code_points) - 1, 0)
-        for length_so_far, (keys, rules) in enumerate(self._levels, start=2):
-            position = candidates + length_so_far - 1
-            alive &= position < tf.gather(row_end, candidates)
-            value = prefix * _CODE_POINT_RANGE + tf.cast(
-                tf.gather(code_points, tf.minimum(position, last)), tf.int64)
-            index = _sorted_index(keys, value)
-            alive &= tf.gather(keys, index) == value
-            rule = tf.gather(rules, index)
-            completes = alive & (rule >= 0)
-            rule_length = tf.where(completes, length_so_far, rule_length)
-            rule_spelling = tf.where(completes, rule, rule_spelling)
-            prefix = tf.cast(index, tf.int64)
-        size = tf.size(code_points)
-        length += tf.math.unsorted_segment_sum(rule_length - 1, candidates, size)
-        spelling += tf.math.unsorted_segment_sum(
-            rule_spelling - tf.gather(spelling, candidates), candidates, size)
-        return spelling, length
+        candidates = _positions(entry // self._num_spellings > 0)
+
+        def longest_rules():
+            rule_spelling = tf.gather(spelling, candidates)
+            rule_length = tf.ones_like(candidates)
+            prefix = tf.cast(tf.gather(entry // self._num_spellings, candidates) - 1, tf.int64)
+            alive = tf.ones_like(candidates, tf.bool)
+            last = tf.maximum(tf.size(code_points) - 1, 0)
+            for length_so_far, (keys, rules) in enumerate(self._levels, start=2):
+                position = candidates + length_so_far - 1
+                alive &= position < tf.gather(row_end, candidates)
+                value = prefix * _CODE_POINT_RANGE + tf.cast(
+                    tf.gather(code_points, tf.minimum(position, last)), tf.int64)
+                index = _sorted_index(keys, value)
+                alive &= tf.gather(keys, index) == value
+                rule = tf.gather(rules, index)
+                completes = alive & (rule >= 0)
+                rule_length = tf.where(completes, length_so_far, rule_length)
+                rule_spelling = tf.where(completes, rule, rule_spelling)
+                prefix = tf.cast(index, tf.int64)
+            size = tf.size(code_points)
+            return (spelling + tf.math.unsorted_segment_sum(
+                        rule_spelling - tf.gather(spelling, candidates), candidates, size),
+                    length + tf.math.unsorted_segment_sum(rule_length - 1, candidates, size))
+
+        # Most texts have no character that starts such a rule: no search (TFLite's IF).
+        return tf.cond(tf.size(candidates) > 0, longest_rules, lambda: (spelling, length))
 
     def _unit_starts(self, unit_length):
         """Where the normalizer's units start: greedily from each row's start, a unit as
