@@ -828,8 +828,9 @@ def normalizer_tables(model, lower_case, keep_accents, nul_stand_in):
     whatever run of unknown characters it stands for).
 
     Raises:
-        ValueError: a model this alignment does not cover (user-defined or byte pieces, or
-            a piece holding a character that is no piece of its own).
+        ValueError: a model this alignment does not cover (user-defined or byte pieces,
+            other whitespace handling than ALBERT's, or a piece holding a character that
+            is no piece of its own).
     """
     proto = sentencepiece_model_pb2.ModelProto()
     proto.ParseFromString(model)
@@ -838,6 +839,14 @@ def normalizer_tables(model, lower_case, keep_accents, nul_stand_in):
         raise ValueError("tokenize_with_offsets with tflite_compatible=True does not cover "
                          "SentencePiece models with user-defined or byte-fallback pieces; "
                          "use the default pipeline (tflite_compatible=False)")
+    spec = proto.normalizer_spec
+    if not (spec.add_dummy_prefix and spec.remove_extra_whitespaces
+            and spec.escape_whitespaces) or proto.trainer_spec.treat_whitespace_as_suffix:
+        raise ValueError("tokenize_with_offsets with tflite_compatible=True covers "
+                         "SentencePiece models with ALBERT's whitespace handling only "
+                         "(add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, "
+                         "no treat_whitespace_as_suffix); use the default pipeline "
+                         "(tflite_compatible=False)")
     singles = {p.piece.replace("\u2581", " ") for p in proto.pieces
                if p.type == _NORMAL and len(p.piece) == 1}
     spread = sorted({c for p in proto.pieces if p.type == _NORMAL

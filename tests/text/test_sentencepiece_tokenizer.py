@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
-from sentencepiece import SentencePieceProcessor
+from sentencepiece import SentencePieceProcessor, sentencepiece_model_pb2
 
 from keras_bert_core.export import (
     graph_op_types,
@@ -297,13 +297,21 @@ def test_tflite_offsets_of_the_normalizers_units():
         assert (starts[row], ends[row]) == library_offsets(text), text
 
 
-def test_tflite_offsets_refuse_a_model_with_characters_only_inside_pieces():
+def test_tflite_offsets_refuse_models_they_do_not_cover():
     """A piece's characters that are no pieces of their own may be unknown in one place and
-    not in another: the TFLite route cannot count such a model's unknown pieces."""
+    not in another: the TFLite route cannot count such a model's unknown pieces. It
+    replays ALBERT's whitespace handling only. Both refusals are one line."""
     model = sp_module.unigram_model_proto([("\u2581the", -1.0), ("\u2581", -2.0)])
     tokenizer = SentencePieceTokenizer(model, tflite_compatible=True)
     assert tokenizer(["the tea"]).to_list() == [[5, 6, 1]]
     with pytest.raises(ValueError, match=r"pieces hold \['e', 'h', 't'\] without"):
+        tokenizer.tokenize_with_offsets(["the tea"])
+    # Nor a model whose normalizer treats whitespace otherwise than ALBERT's.
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(open(MODEL_FILE, "rb").read())
+    proto.normalizer_spec.add_dummy_prefix = False
+    tokenizer = SentencePieceTokenizer(proto.SerializeToString(), tflite_compatible=True)
+    with pytest.raises(ValueError, match="ALBERT's whitespace handling only"):
         tokenizer.tokenize_with_offsets(["the tea"])
 
 
