@@ -24,6 +24,8 @@ TFLite latency of teacher and student.
   the task's texts are). Held-out texts are never used.
 - Labels only: a second copy of the same student initialization, fine-tuned on the labeled
   training texts for the same number of steps, same batch size and learning rate.
+- Both students are trained once per `--student-seeds` seed (dropout, data order); their
+  held-out accuracies are reported per seed and as mean, min and max.
 - Bag of words: `finetune_minilm_vs_bag_of_words.bag_of_words` (logistic regression on log
   word counts).
 - Latency: `kbc.export_tflite` float32 files (text in, tokenizer inside), run with
@@ -139,8 +141,9 @@ def main():
     parser.add_argument("--student-layers", default="0",
                         help="the teacher's layers the student copies, comma-separated")
     parser.add_argument("--student-learning-rate", type=float, default=5e-4)
-    parser.add_argument("--unlabeled", type=int, default=12000, help="at most this many")
-    parser.add_argument("--unlabeled-packages", default="pip,setuptools,numpy,_pytest",
+    parser.add_argument("--unlabeled", type=int, default=20000, help="at most this many")
+    parser.add_argument("--unlabeled-packages",
+                        default="pip,setuptools,numpy,_pytest,keras,matplotlib",
                         help="installed packages whose docstrings add unlabeled texts")
     parser.add_argument("--distill-epochs", type=float, default=2.0,
                         help="passes over labeled + unlabeled texts; sets the step count")
@@ -151,7 +154,10 @@ def main():
                         help="accuracies only (for trying settings)")
     parser.add_argument("--teacher-cache", default=None,
                         help="weights file: loaded if it exists, else written after training")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="data split, teacher")
+    parser.add_argument("--student-seeds", default="0,1,2",
+                        help="students trained (distilled and labels only) per seed; the "
+                             "first seed's distilled student is exported and timed")
     parser.add_argument("--output", default=str(RESULTS))
     args = parser.parse_args()
     began = time.perf_counter()
@@ -247,41 +253,49 @@ def main():
         student.compile(optimizer=kbc.BertAdamW(args.student_learning_rate))
         return student
 
-    keras.utils.set_random_seed(args.seed)
-    student = new_student()
-    distiller = kbc.Distiller(None, student, temperature=args.temperature, alpha=args.alpha)
-    distiller.compile(optimizer=kbc.BertAdamW(args.student_learning_rate))
     x_all = {k: np.concatenate([x_train[k], x_extra[k]]) for k in x_train}
     x_all[TEACHER_OUTPUTS] = np.concatenate([logits_train, logits_extra]).astype("float32")
     y_all = np.concatenate([train[1], np.zeros(len(extra), "int32")])
     w_all = np.concatenate([np.ones(len(train[0]), "float32"),
                             np.zeros(len(extra), "float32")])
-    start = time.perf_counter()
-    history = distiller.fit(repeated(x_all, y_all, w_all, args.batch_size, args.seed),
-                            epochs=1, steps_per_epoch=steps, verbose=2).history
-    results["student"]["distilled"] = {
-        "temperature": args.temperature, "alpha": args.alpha,
-        "train_seconds": round(time.perf_counter() - start, 1),
-        "final_loss": round(history["loss"][-1], 4),
-        "held_out_accuracy": accuracy(student, x_held_out, held_out[1])}
-    print("distilled", results["student"]["distilled"], flush=True)
-    save()
+    labeled_weights = np.ones(len(train[0]), "float32")
 
-    keras.utils.set_random_seed(args.seed)
-    labels_only = new_student()
-    start = time.perf_counter()
-    history = labels_only.fit(
-        repeated(dict(x_train), train[1], np.ones(len(train[0]), "float32"), args.batch_size,
-                 args.seed), epochs=1, steps_per_epoch=steps, verbose=2).history
-    results["student"]["labels_only"] = {
-        "train_seconds": round(time.perf_counter() - start, 1),
-        "final_loss": round(history["loss"][-1], 4),
-        "held_out_accuracy": accuracy(labels_only, x_held_out, held_out[1])}
-    print("labels only", results["student"]["labels_only"], flush=True)
-    results["student"]["kept_of_teacher"] = round(
-        results["student"]["distilled"]["held_out_accuracy"]
-        / results["teacher"]["held_out_accuracy"], 4)
-    save()
+    def trained(model, x, y, weights, seed):
+        start = time.perf_counter()
+        history = model.fit(repeated(x, y, weights, args.batch_size, seed), epochs=1,
+                            steps_per_epoch=steps, verbose=2).history
+        return {"seed": seed, "train_seconds": round(time.perf_counter() - start, 1),
+                "final_loss": round(history["loss"][-1], 4)}
+
+    # Each student seed (its dropout and data order): distilled, then labels only.
+    seeds = [int(seed) for seed in args.student_seeds.split(",")]
+    distilled, labels_only = [], []
+    results["student"]["distilled"] = {"temperature": args.temperature, "alpha": args.alpha,
+                                       "per_seed": distilled}
+    results["student"]["labels_only"] = {"per_seed": labels_only}
+    for seed in seeds:
+        keras.utils.set_random_seed(seed)
+        model = new_student()
+        distiller = kbc.Distiller(None, model, temperature=args.temperature, alpha=args.alpha)
+        distiller.compile(optimizer=kbc.BertAdamW(args.student_learning_rate))
+        distilled.append({**trained(distiller, x_all, y_all, w_all, seed),
+                          "held_out_accuracy": accuracy(model, x_held_out, held_out[1])})
+        print("distilled", distilled[-1], flush=True)
+        if seed == seeds[0]:
+            student = model  # the one exported and timed
+        keras.utils.set_random_seed(seed)
+        model = new_student()
+        labels_only.append({**trained(model, dict(x_train), train[1], labeled_weights, seed),
+                            "held_out_accuracy": accuracy(model, x_held_out, held_out[1])})
+        print("labels only", labels_only[-1], flush=True)
+        for name, runs in (("distilled", distilled), ("labels_only", labels_only)):
+            scores = [run["held_out_accuracy"] for run in runs]
+            results["student"][name].update(held_out_accuracy=float(np.mean(scores)),
+                                            min=min(scores), max=max(scores))
+        results["student"]["kept_of_teacher"] = round(
+            results["student"]["distilled"]["held_out_accuracy"]
+            / results["teacher"]["held_out_accuracy"], 4)
+        save()
     if args.no_tflite:
         return
 
@@ -321,12 +335,12 @@ def main():
           f"{'ms/short text':>15}")
     print(f"{'bag of words':<40}{results['bag_of_words']['held_out_accuracy']:>13.3f}")
     for name, accuracy_, key in (("teacher MiniLM-L6", t["held_out_accuracy"], "teacher"),
-                                 (f"student {len(layers)}L distilled",
+                                 (f"student {len(layers)}L distilled (seed mean)",
                                   s["distilled"]["held_out_accuracy"], "student")):
         f = tflite[key]
         print(f"{name:<40}{accuracy_:>13.3f}{f['parameters']:>12,}{f['bytes'] / 1e6:>11.1f}"
               f"{np.median(f['median_ms_per_text']['short_12_words']):>15.2f}")
-    print(f"{f'student {len(layers)}L labels only':<40}"
+    print(f"{f'student {len(layers)}L labels only (seed mean)':<40}"
           f"{s['labels_only']['held_out_accuracy']:>13.3f}")
     print(f"wrote {output}")
 
