@@ -26,6 +26,16 @@ class Result:
     err: str
 
 
+def assert_one_line_error(result, *fragments):
+    """A `kbc` subprocess ended with exit 2 and one error line holding every fragment."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if "error: " in line]
+    assert len(errors) == 1, result.stderr[-3000:]
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+
+
 @pytest.fixture
 def kbc(capsys):
     """Runs `kbc ARGS...` in this process; returns its exit code, stdout and stderr."""

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from keras_bert_core.cli.run_dir import RunDirectory
-from tests.cli.conftest import TINY_CONFIG
+from tests.cli.conftest import TINY_CONFIG, assert_one_line_error
 
 FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",
                         "families")
@@ -201,15 +201,6 @@ def run_kbc(*argv, cwd):
     return subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
                           capture_output=True, text=True, cwd=cwd, timeout=300,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    errors = [line for line in result.stderr.splitlines() if ": error: " in line]
-    assert len(errors) == 1, result.stderr[-3000:]
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
 
 
 def test_a_vocabulary_of_another_kind_than_the_checkpoints_is_one_line(marked_reviews,

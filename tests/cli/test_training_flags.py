@@ -18,7 +18,7 @@ from keras_bert_core.cli.common import (
     TrainingOptions,
     compile_for_training,
 )
-from tests.cli.conftest import DATA, VOCAB
+from tests.cli.conftest import DATA, VOCAB, assert_one_line_error
 
 # kbc's own default for TensorFlow's log, not the test session's.
 ENV = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
@@ -28,15 +28,6 @@ TINY_RUN = ("--vocab", VOCAB, "--seq-length", 32, "--batch-size", 4)
 def run_kbc(*argv, cwd=None):
     return subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
                           capture_output=True, text=True, env=ENV, cwd=cwd, timeout=600)
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    errors = [line for line in result.stderr.splitlines() if "error: " in line]
-    assert len(errors) == 1, result.stderr[-3000:]
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
 
 
 def read_jsonl(path):

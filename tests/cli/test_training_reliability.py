@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from keras_bert_core.training import completed_steps
-from tests.cli.conftest import DATA, TINY_CONFIG, VOCAB
+from tests.cli.conftest import DATA, TINY_CONFIG, VOCAB, assert_one_line_error
 from tests.training.toys import wait_until
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -26,15 +26,6 @@ def kbc_command(*argv):
 def run_kbc(*argv, cwd, stdin=None):
     return subprocess.run(kbc_command(*argv), capture_output=True, text=True, cwd=cwd,
                           env=ENV, timeout=TIMEOUT, input=stdin)
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    errors = [line for line in result.stderr.splitlines() if "error: " in line]
-    assert len(errors) == 1, result.stderr[-3000:]
-    for fragment in fragments:
-        assert fragment in errors[0]
 
 
 def metrics_steps(run_dir):
