@@ -117,11 +117,7 @@ def user_error_message(error):
 
 
 def main(argv=None):
-    from keras_bert_core.cli.common import (
-        apply_tf_log_level_to_absl,
-        load_tensorflow_quietly,
-        quiet_messages,
-    )
+    from keras_bert_core.cli.common import load_tensorflow_quietly, quiet_messages
 
     parser = build_parser()
     args = parser.parse_args(argv)  # loads no TensorFlow
@@ -138,10 +134,7 @@ def main(argv=None):
     if args.command in TRAINING_COMMANDS:  # before TensorFlow loads
         for name, value in training_environment(platform.machine()).items():
             os.environ.setdefault(name, value)
-    if os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0":
-        apply_tf_log_level_to_absl()
-    else:
-        load_tensorflow_quietly()
+    load_tensorflow_quietly()
     try:
         with quiet_messages(args.quiet):
             return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0

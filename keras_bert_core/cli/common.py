@@ -181,20 +181,24 @@ def int_at_least(least):
     return parse
 
 
-def load_tensorflow_quietly():
-    """Imports TensorFlow with what its C++ libraries write to stderr as they load hidden
-    (and replayed if the import fails): TensorFlow 2.21 logs there through absl at load
-    time, before any level can be set and whatever TF_CPP_MIN_LOG_LEVEL says. absl's level
-    is then set from TF_CPP_MIN_LOG_LEVEL for what is logged later."""
+@contextlib.contextmanager
+def native_log_hidden():
+    """Sends what native code writes to stderr (file descriptor 2) to a scratch file for the
+    block, unless the user asked for TensorFlow's log (`--tf-logs`, TF_CPP_MIN_LOG_LEVEL=0);
+    replayed if the block raises. TensorFlow 2.21's libraries log through absl as they load,
+    before any level can be set, and LiteRT announces its XNNPACK delegate: neither obeys
+    TF_CPP_MIN_LOG_LEVEL."""
     import tempfile
 
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") == "0":
+        yield
+        return
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            apply_tf_log_level_to_absl()
-            import tensorflow  # noqa: F401
+            yield
         except BaseException:
             os.dup2(saved, 2)
             captured.seek(0)
@@ -203,6 +207,14 @@ def load_tensorflow_quietly():
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
+def load_tensorflow_quietly():
+    """Imports TensorFlow with its load-time log hidden (`native_log_hidden`), and gives
+    absl TF_CPP_MIN_LOG_LEVEL's level for what is logged later."""
+    with native_log_hidden():
+        apply_tf_log_level_to_absl()
+        import tensorflow  # noqa: F401
 
 
 def apply_tf_log_level_to_absl():

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import progress, say
+from keras_bert_core.cli.common import native_log_hidden, progress, say
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
 from keras_bert_core.extras import require
@@ -107,6 +107,8 @@ def load_tflite(path):
             model_path=path, custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
     except ValueError as e:  # a truncated or foreign file: LiteRT cannot parse it
         raise UserError(f"{path} is not a complete .tflite file ({e})") from None
+    with native_log_hidden():  # LiteRT's "Created TensorFlow Lite XNNPACK delegate" line
+        interpreter.allocate_tensors()
     runner = interpreter.get_signature_runner()
     details = runner.get_input_details()
     if any(name not in EXPORT_INPUTS for name in details):
