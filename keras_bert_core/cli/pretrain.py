@@ -191,29 +191,20 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
 
 def packed_pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                             whole_word_masking=False, seed=None, max_ngram=1):
-    """Endless masked-LM batches `(x, y, sample_weight)` of packed rows (`--pack`): the
-    corpus cut into documents (a long one into chunks of consecutive sentences, as
-    masked-LM-only rows are cut), each `[CLS] ... [SEP]` (`<s> ... </s>`), several to a
-    row (`text.pretraining_packing`); `padding_mask` holds each token's document id."""
-    import tensorflow as tf
-
+    """Endless masked-LM batches of packed rows (`--pack`,
+    `text.pretraining_packing.packed_corpus_dataset`)."""
     from keras_bert_core.text.masking import MaskedLMMasker
-    from keras_bert_core.text.pretraining_packing import packed_dataset
-    from keras_bert_core.text.pretraining_pairs import sentence_pairs
+    from keras_bert_core.text.pretraining_packing import packed_corpus_dataset
 
-    try:
-        chunks = sentence_pairs(inputs, tokenizer, seq_length, short_seq_prob=0.1, seed=seed,
-                                document_buffer_size=1000, window_size=32, pair_task=None)
-    except ValueError as e:  # an empty file, a bad sequence length
-        raise UserError(str(e)) from None
-    start, end = tokenizer.cls_id, tokenizer.sep_id
-    documents = chunks.shuffle(10_000, seed=seed).map(
-        lambda tokens, _, __: tf.concat([[start], tf.cast(tokens, tf.int32), [end]], 0))
     masker = MaskedLMMasker(tokenizer, max_predictions_per_seq=max_predictions,
                             whole_word_masking=whole_word_masking, max_ngram=max_ngram)
-    batches = packed_dataset(documents, seq_length, batch_size, masker, seed=seed)
-    # Packed rows have no pairs: the pretrainer has the masked-LM head alone.
-    return batches.map(lambda x, y, weights: (x, {"mlm": y["mlm"]}, {"mlm": weights["mlm"]}))
+    try:
+        dataset = packed_corpus_dataset(inputs, tokenizer, seq_length, batch_size, masker,
+                                        seed=seed)
+    except ValueError as e:  # an empty file, a bad sequence length
+        raise UserError(str(e)) from None
+    check_not_empty(dataset, inputs, batch_size, seq_length)
+    return dataset.repeat()
 
 
 def check_not_empty(dataset, inputs, batch_size, seq_length, hint=""):
@@ -326,8 +317,6 @@ def run(args):
         dataset = packed_pretraining_data(
             args.inputs, preprocessor.tokenizer, args.seq_length, args.batch_size,
             max_predictions, args.whole_word_masking, args.seed, args.max_ngram)
-        check_not_empty(dataset, args.inputs, args.batch_size, args.seq_length)
-        dataset = dataset.repeat()
     else:
         dataset = pretraining_data(args.inputs, preprocessor.tokenizer, args.seq_length,
                                    args.batch_size, max_predictions, args.whole_word_masking,

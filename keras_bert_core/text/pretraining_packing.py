@@ -14,6 +14,8 @@ packed rows (it selects only where `padding_mask > 0`, whatever the document id)
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_core.text.pretraining_pairs import sentence_pairs
+
 _NAMES = ("token_ids", "segment_ids", "padding_mask")
 
 
@@ -161,3 +163,31 @@ def packed_dataset(sequences, seq_length, batch_size, masker=None, max_open_rows
     return (tf.data.Dataset.zip(batches, seeds)
             .map(arrange, num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE))
+
+
+def packed_corpus_dataset(files, tokenizer, seq_length, batch_size, masker, seed=None):
+    """Masked-LM batches `(x, y, sample_weight)` of packed rows from text files (`kbc
+    pretrain --pack`): the corpus cut into documents (a long one into chunks of consecutive
+    sentences, as masked-LM-only rows are cut), each `[CLS] ... [SEP]` (`<s> ... </s>`),
+    several to a row (`packed_dataset`); `padding_mask` holds each token's document id.
+    Packed rows have no sentence pairs, so `y` and `sample_weight` hold `"mlm"` alone (for
+    `BertPretrainer(encoder, next_sentence=False)`).
+
+    Args:
+        files: text files or glob patterns, one sentence a line, documents apart by blank
+            lines (as `pretraining_pairs.sentence_pairs` reads them).
+        tokenizer: the tokenizer layer (`BertPreprocessor(...).tokenizer`).
+        seq_length, batch_size: the rows' length and count per batch.
+        masker: the `MaskedLMMasker` that masks each batch.
+        seed: int or None, seeds the document order and the masks.
+
+    Raises:
+        ValueError: an empty file or a sequence length too short for any text.
+    """
+    chunks = sentence_pairs(files, tokenizer, seq_length, short_seq_prob=0.1, seed=seed,
+                            document_buffer_size=1000, window_size=32, pair_task=None)
+    start, end = tokenizer.cls_id, tokenizer.sep_id
+    documents = chunks.shuffle(10_000, seed=seed).map(
+        lambda tokens, _, __: tf.concat([[start], tf.cast(tokens, tf.int32), [end]], 0))
+    batches = packed_dataset(documents, seq_length, batch_size, masker, seed=seed)
+    return batches.map(lambda x, y, weights: (x, {"mlm": y["mlm"]}, {"mlm": weights["mlm"]}))
