@@ -188,10 +188,12 @@ def _check_exports(model, preprocessor, held_out, paths, batch_size, latency_tex
     """Agreement of the exports with the Keras model on the held-out texts, and latency."""
     import tensorflow as tf
 
+    from keras_bert_core.export import load_saved_model
+
     texts = held_out.texts
     logits = model.predict(preprocessor(texts), batch_size=batch_size, verbose=0)
     reference = tf.nn.softmax(logits).numpy()
-    serve = tf.saved_model.load(paths["saved_model"]).signatures["serving_default"]
+    serve = load_saved_model(paths["saved_model"]).signatures["serving_default"]
     saved_model = np.concatenate([
         serve(text=tf.constant(texts[i:i + batch_size]))["probabilities"].numpy()
         for i in range(0, len(texts), batch_size)])

@@ -260,9 +260,10 @@ def _loaded_export(kind, path):
     import tensorflow as tf
 
     from keras_bert_core.cli.predict import load_tflite
+    from keras_bert_core.export import load_saved_model
 
     if kind == "saved_model":
-        serve = tf.saved_model.load(path).signatures["serving_default"]
+        serve = load_saved_model(path).signatures["serving_default"]
         return lambda request: serve(**{k: tf.constant([v]) for k, v in request.items()})
     runner, _ = load_tflite(path)
     return lambda request: runner(**{k: np.array([v], dtype=object)
