@@ -118,6 +118,8 @@ class TaskModel(keras.Model):
             raise TypeError(f"preprocessor must be a layer or callable that maps text to the "
                             f"model's inputs, or None; got {type(preprocessor).__name__}")
         self._preprocessor = preprocessor
+        # Read once here: `predict` preprocesses batch by batch.
+        self._preprocessor_takes_static_shape = _takes_argument(preprocessor, "static_shape")
 
     def preprocess_text(self, text, static_shape=None):
         """The model's inputs for a batch of text, by the preprocessor.
@@ -136,7 +138,7 @@ class TaskModel(keras.Model):
                              "preprocessor: pass preprocessor=kbc.BertPreprocessor(vocabulary, "
                              "seq_length=...) to the model (or set model.preprocessor), or give "
                              "it the dict of token_ids, segment_ids, padding_mask")
-        if static_shape is not None and _takes_argument(self.preprocessor, "static_shape"):
+        if static_shape is not None and self._preprocessor_takes_static_shape:
             return self.preprocessor(text, static_shape=static_shape)
         return self.preprocessor(text)
 

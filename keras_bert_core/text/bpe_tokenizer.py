@@ -48,7 +48,7 @@ from keras_bert_core.text.bpe_vocabulary import (
 )
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
-from keras_bert_core.text.vocabulary_assets import VocabularyAssets, writing_keras_file
+from keras_bert_core.text.vocabulary_assets import VocabularyAssets
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
 # is ASCII only.
@@ -406,8 +406,8 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        if writing_keras_file() or self.vocabulary is None:  # assets (vocabulary_assets)
-            config.update({"vocabulary": None, "merges": None})
-        else:
+        if self.config_holds_vocabulary:  # else the .keras assets hold it (vocabulary_assets)
             config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
+        else:
+            config.update({"vocabulary": None, "merges": None})
         return config

@@ -8,7 +8,6 @@ from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.string_batches import cut_texts
 from keras_bert_core.text.tokenizer import BertTokenizer
-from keras_bert_core.text.vocabulary_assets import writing_keras_file
 from keras_bert_core.text.vocabulary_files import (
     BYTE_PAIR,
     SENTENCEPIECE,
@@ -264,7 +263,7 @@ class BertPreprocessor(keras.layers.Layer):
         # WordPiece keeps the config it always had; BPE stores its vocabulary and merges,
         # SentencePiece its tokenizer (with its model and options). In a `.keras` file every
         # kind stores its tokenizer, whose vocabulary files are assets (vocabulary_assets).
-        if writing_keras_file() or not self.tokenizer.has_vocabulary:
+        if not self.tokenizer.config_holds_vocabulary:
             vocabulary = {"vocabulary": None,
                           "tokenizer": keras.saving.serialize_keras_object(self.tokenizer)}
         elif self.tokenizer_kind == WORDPIECE:

@@ -66,7 +66,7 @@ from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
 from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
-from keras_bert_core.text.vocabulary_assets import VocabularyAssets, writing_keras_file
+from keras_bert_core.text.vocabulary_assets import VocabularyAssets
 
 # What ALBERT's preprocessing does with a character (the table's low 3 bits).
 _SAME, _MAPPED, _SPACE, _BACKTICK, _APOSTROPHE, _SIGMA = range(6)
@@ -297,12 +297,13 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
             self._piece_ids = {piece: i for i, piece in enumerate(self._pieces)}
             self._preprocessing = _AlbertPreprocessing(self.lower_case, self.keep_accents)
             self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(self.model)
-            self._piece_offsets = _PieceOffsets(
-                self._pieces, SentencePieceProcessor(model_proto=self.model).unk_id())
             if self.tflite_compatible:
                 chars = {c for piece in self._pieces for c in piece}
                 nul_stand_in = next(c for c in range(0xE000, 0xF900) if chr(c) not in chars)
                 self._speller = _ByteSpeller(nul_stand_in)
+            else:  # the TFLite-compatible pipeline's offsets come from `_TfliteOffsets`
+                self._piece_offsets = _PieceOffsets(
+                    self._pieces, SentencePieceProcessor(model_proto=self.model).unk_id())
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
@@ -345,13 +346,8 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         """
         self._check_vocabulary()
         text, single = as_batch(inputs)
-        if self.tflite_compatible:
-            out_chars, _, out_splits = self._preprocessing(_tflite_characters(text))
-            spelled = self._speller(out_chars, out_splits)
-        else:
-            out_chars, _, out_splits = self._preprocessing(_characters(text))
-            spelled = _spell(out_chars, out_splits)
-        ids = self._fast_sentencepiece.tokenize(spelled)
+        out_chars, _, out_splits = self._preprocessing(self._characters_of(text))
+        ids = self._fast_sentencepiece.tokenize(self._spelled(out_chars, out_splits))
         if not self.tflite_compatible:
             ids = ids.with_row_splits_dtype(tf.int64)  # as tf.text's other tokenizers give
         keep_static_batch_size(ids, text)
@@ -387,12 +383,29 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         text, single = as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
-        if self.tflite_compatible:
-            return self._tflite_tokenize_with_offsets(text)
-        chars = _characters(text)
+        chars = self._characters_of(text)
         out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
-        spelled = _spell(out_chars, out_splits)
+        spelled = self._spelled(out_chars, out_splits)
         ids = self._fast_sentencepiece.tokenize(spelled).with_row_splits_dtype(tf.int64)
+        if self.tflite_compatible:
+            if not hasattr(self, "_tflite_offsets"):
+                with tf.init_scope():  # tables built eagerly, once, from the model
+                    self._tflite_offsets = _TfliteOffsets(self.model, self.lower_case,
+                                                          self.keep_accents,
+                                                          self._speller.nul_stand_in)
+            starts, ends = self._tflite_offsets(chars, out_chars, sources, out_splits,
+                                                span_ends, ids)
+        else:
+            starts, ends = self._op_offsets(chars, out_chars, sources, out_splits, span_ends,
+                                            spelled, ids)
+        outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
+        for x in outputs:
+            keep_static_batch_size(x, text)
+        return outputs
+
+    def _op_offsets(self, chars, out_chars, sources, out_splits, span_ends, spelled, ids):
+        """Flat int64 `(starts, ends)` of the pieces `ids` in the input texts, placed with
+        `SentencepieceTokenizeWithOffsetsOp`'s offsets in the `spelled` texts."""
         starts, ends = self._piece_offsets(
             spelled, ids, *self._sentencepiece_op().tokenize_with_offsets(spelled))
         # A word's first piece (`▁word`) starts at the space before the word; answers and
@@ -401,28 +414,18 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         first_byte = tf.strings.substr(piece_text, starts, tf.ones_like(starts))
         before_word = tf.equal(first_byte, " ")
         starts = tf.where(before_word & (starts < ends), starts + 1, starts)
-        starts, ends = _input_offsets(chars, span_ends, out_chars, sources, out_splits,
-                                      ids.with_flat_values(starts), ids.with_flat_values(ends))
-        outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
-        for x in outputs:
-            keep_static_batch_size(x, text)
-        return outputs
+        return _input_offsets(chars, span_ends, out_chars, sources, out_splits,
+                              ids.with_flat_values(starts), ids.with_flat_values(ends))
 
-    def _tflite_tokenize_with_offsets(self, text):
-        chars = _tflite_characters(text)
-        out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
-        ids = self._fast_sentencepiece.tokenize(self._speller(out_chars, out_splits))
-        ids = ids.with_row_splits_dtype(tf.int64)
-        if not hasattr(self, "_tflite_offsets"):
-            with tf.init_scope():  # tables built eagerly, once, from the model
-                self._tflite_offsets = _TfliteOffsets(
-                    self.model, self.lower_case, self.keep_accents, self._speller.nul_stand_in)
-        starts, ends = self._tflite_offsets(chars, out_chars, sources, out_splits, span_ends,
-                                            ids)
-        outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
-        for x in outputs:
-            keep_static_batch_size(x, text)
-        return outputs
+    def _characters_of(self, text):
+        """The characters of `text`, decoded with the ops of the layer's pipeline."""
+        return _tflite_characters(text) if self.tflite_compatible else _characters(text)
+
+    def _spelled(self, out_chars, out_splits):
+        """The preprocessed texts as strings, spelled with the ops of the layer's pipeline."""
+        if self.tflite_compatible:
+            return self._speller(out_chars, out_splits)
+        return _spell(out_chars, out_splits)
 
     def detokenize(self, token_ids):
         """The preprocessed text back (lower case, without accents, as the model reads it):
@@ -458,8 +461,8 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         config = super().get_config()
         config.update({
             # A `.keras` file holds it as an asset (see `vocabulary_assets`).
-            "model": (None if writing_keras_file() or self.model is None
-                      else base64.b64encode(self.model).decode("ascii")),
+            "model": (base64.b64encode(self.model).decode("ascii")
+                      if self.config_holds_vocabulary else None),
             "lower_case": self.lower_case,
             "keep_accents": self.keep_accents,
             "tflite_compatible": self.tflite_compatible,
@@ -660,8 +663,15 @@ def _input_offsets(chars, span_ends, out_chars, sources, out_splits, starts, end
         out = tf.searchsorted(byte_splits, byte, side="right") - 1
         return tf.gather(sources, tf.clip_by_value(out, 0, last))
 
-    # An empty span points where its byte's character starts (at the end of the text, where
-    # the last character's span ends: never seen).
+    return _input_span(chars, span_ends, source, begin, end, text_end)
+
+
+def _input_span(chars, span_ends, source, begin, end, text_end):
+    """Byte offsets in the input texts (flat int64) of spans `[begin, end)` of preprocessed
+    text, whose units (bytes or characters) `source` maps to the input character whose
+    output holds them; `text_end`: where each span's text ends. An empty span points where
+    its unit's character starts (at the end of the text, where the last character's span
+    ends: never seen)."""
     input_begin = tf.where(begin < text_end, tf.gather(chars.starts, source(begin)),
                            tf.gather(span_ends, source(text_end - 1)))
     input_end = tf.where(end > begin, tf.gather(span_ends, source(end - 1)), input_begin)
@@ -1028,16 +1038,9 @@ class _TfliteOffsets(tf.Module):
                          tf.int32)
         # Preprocessed characters -> input bytes: the input character each comes from.
         padded_sources = tf.pad(sources, [[0, 1]])
-        row_last = tf.gather(out_splits, piece_rows + 1) - 1
-        input_begin = tf.where(
-            begin <= row_last,
-            tf.gather(chars.starts, tf.gather(padded_sources, begin)),
-            tf.gather(span_ends, tf.gather(padded_sources, tf.maximum(row_last, 0))))
-        input_end = tf.where(end > begin,
-                             tf.gather(span_ends, tf.gather(padded_sources,
-                                                            tf.maximum(end - 1, 0))),
-                             input_begin)
-        return tf.cast(input_begin, tf.int64), tf.cast(input_end, tf.int64)
+        return _input_span(chars, span_ends,
+                           lambda char: tf.gather(padded_sources, tf.maximum(char, 0)),
+                           begin, end, tf.gather(out_splits, piece_rows + 1))
 
     def _units(self, code_points, entry, row_end):
         """Each character's spelling and length as a unit: its own, or those of the longest

@@ -62,7 +62,7 @@ from keras_bert_core.text.string_batches import (
 )
 from keras_bert_core.text.tflite_tokenization import TfliteWordpieces, row_ids
 from keras_bert_core.text.vocab_file import load_vocabulary
-from keras_bert_core.text.vocabulary_assets import VocabularyAssets, writing_keras_file
+from keras_bert_core.text.vocabulary_assets import VocabularyAssets
 
 # Lines that FastWordpieceTokenize's own pre-tokenization splits exactly as the reference:
 # ASCII has no accents, no CJK and one case mapping, and its punctuation is the same in
@@ -373,8 +373,8 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         config.update(
             {
                 # A `.keras` file holds it as an asset (see `vocabulary_assets`).
-                "vocabulary": (None if writing_keras_file() or self.vocabulary is None
-                               else list(self.vocabulary)),
+                "vocabulary": (list(self.vocabulary) if self.config_holds_vocabulary
+                               else None),
                 "lower_case": self.lower_case,
                 "tflite_compatible": self.tflite_compatible,
                 "max_text_bytes": self.max_text_bytes,

@@ -57,6 +57,12 @@ class VocabularyAssets:
     [[5, 6]]
     """
 
+    @property
+    def config_holds_vocabulary(self):
+        """Whether `get_config` holds the vocabulary inline: it has one, and Keras is not
+        writing a `.keras` file (whose assets hold it)."""
+        return self.has_vocabulary and not writing_keras_file()
+
     def save_assets(self, dir_path):
         write_vocabulary_files(self, dir_path)
 
