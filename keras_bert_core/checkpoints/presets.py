@@ -195,14 +195,16 @@ def from_preset(path, *, seq_length=None, lower_case=None):
     >>> type(encoder).__name__, preprocessor.seq_length, preprocessor.lower_case
     ('BertEncoder', 32, True)
     """
+    from keras_bert_core.checkpoints.readers import tf_checkpoint_prefix
+
     path = os.fspath(path)
-    if not os.path.exists(path) and not _is_tf_checkpoint_prefix(path):
+    if not os.path.exists(path) and tf_checkpoint_prefix(path) is None:
         raise CheckpointError(f"{path}: no such file or folder")
     # Each loader: (model, vocabulary for BertPreprocessor, the source's length and casing).
     if is_preset(path):
         model, vocabulary, defaults = _load_preset(path)
-    elif _run_directory(path) is not None:
-        model, vocabulary, defaults = _load_run(path)
+    elif (run := _run(path)) is not None:
+        model, vocabulary, defaults = _load_run(*run)
     else:
         model, vocabulary, defaults = _load_checkpoint(path)
     encoder = _encoder(model)
@@ -257,10 +259,10 @@ def training_record(path):
     if is_preset(path):
         metadata = read_preset(path)
         return metadata.get("training") or {}, metadata.get("metrics") or {}
-    folder = _run_directory(path)
-    if folder is None:
+    found = _run(path)
+    if found is None:
         return {}, {}
-    run = _read_json(os.path.join(folder, CONFIG_FILE), what="a kbc run's config.json")
+    folder, run = found
     arguments = run.get("arguments") or {}
     training = {"command": f"kbc {run['command']}"}
     for key in _TRAINING_ARGUMENTS:
@@ -433,8 +435,9 @@ def _check_files(path, metadata):
         raise CheckpointError(f"{path}: an incomplete preset: it lacks {', '.join(missing)}")
 
 
-def _run_directory(path):
-    """The `kbc` run directory that `path` is, or whose model.keras it is; else None."""
+def _run(path):
+    """`(folder, its config.json)` of the `kbc` run directory that `path` is, or whose
+    model.keras it is; else None."""
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     if os.path.isfile(path) and os.path.basename(path) != MODEL_FILE:
         return None
@@ -447,15 +450,15 @@ def _run_directory(path):
     except (OSError, ValueError):
         return None
     # Hugging Face and keras-hub folders have a config.json too; a run's names its command.
-    return folder if isinstance(values, dict) and "command" in values else None
+    if isinstance(values, dict) and "command" in values:
+        return folder, values
+    return None
 
 
-def _load_run(path):
+def _load_run(folder, run):
     from keras_bert_core.checkpoints.keras_file import load_model
     from keras_bert_core.models import BertPretrainer
 
-    folder = _run_directory(path)
-    run = _read_json(os.path.join(folder, CONFIG_FILE), what="a kbc run's config.json")
     model_file = os.path.join(folder, MODEL_FILE)
     if not os.path.isfile(model_file):
         raise CheckpointError(f"{folder}: a kbc {run['command']} run that has not finished "
@@ -567,10 +570,6 @@ def _with_preprocessor(model, preprocessor):
     if isinstance(model, TaskModel):
         model.preprocessor = preprocessor
     return model
-
-
-def _is_tf_checkpoint_prefix(path):
-    return os.path.isfile(path + ".index")
 
 
 def _read_json(file, what):
