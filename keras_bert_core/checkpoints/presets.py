@@ -159,7 +159,8 @@ def from_preset(path, *, seq_length=None, lower_case=None):
     - any checkpoint `load_checkpoint` reads (Hugging Face, google-research TF1, Model
       Garden TF2, keras-hub, `.keras`): its encoder (or the task model a `.keras` file
       holds), with the vocabulary files in its folder. The casing is what those files say
-      (`tokenizer_config.json`'s `do_lower_case`; keras-hub's `tokenizer.json`), else
+      (`tokenizer_config.json`'s `do_lower_case`, else the normalizer in Hugging Face's
+      `tokenizer.json`; keras-hub's `tokenizer.json`), else
       uncased for WordPiece and SentencePiece; the sequence length is the one they state
       (`model_max_length`), else the longest the position table holds.
 

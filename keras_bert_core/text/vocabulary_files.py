@@ -6,9 +6,11 @@ The BERT family uses three tokenizers, each with its own vocabulary files:
 - Byte-level BPE (RoBERTa): `vocab.json` (token -> id) and `merges.txt`.
 - SentencePiece (ALBERT): `spiece.model`, a serialized SentencePiece model.
 
-A Hugging Face checkpoint folder holds one of them (often beside `tokenizer.json`, which is
-not read), and may say in `tokenizer_config.json` whether the model is lower-cased
-(`do_lower_case`) and, for SentencePiece, whether accents are kept (`keep_accents`).
+A Hugging Face checkpoint folder holds one of them (often beside `tokenizer.json`), and may
+say in `tokenizer_config.json` whether the model is lower-cased (`do_lower_case`) and, for
+SentencePiece, whether accents are kept (`keep_accents`). Where `tokenizer_config.json` does
+not say the casing, `tokenizer.json`'s normalizer does (the only place a folder saved by HF
+`tokenizers` alone keeps it); its vocabulary is not read.
 """
 
 import dataclasses
@@ -122,14 +124,38 @@ def _find_in_folder(folder, merges):
 
 
 def _folder_options(folder, kind):
-    """Tokenizer arguments from the folder's tokenizer_config.json, if any."""
-    path = os.path.join(folder, TOKENIZER_CONFIG)
+    """Tokenizer arguments from the folder's tokenizer_config.json, the casing from
+    tokenizer.json's normalizer where tokenizer_config.json does not say it."""
+    config = _read_json(os.path.join(folder, TOKENIZER_CONFIG)) or {}
+    options = {argument: bool(config[key]) for key, argument in _CONFIG_OPTIONS[kind].items()
+               if isinstance(config.get(key), bool)}
+    if "lower_case" in _CONFIG_OPTIONS[kind].values() and "lower_case" not in options:
+        lower_case = _normalizer_lowercases(_read_json(os.path.join(folder, "tokenizer.json")))
+        if lower_case is not None:
+            options["lower_case"] = lower_case
+    return options
+
+
+def _read_json(path):
     if not tf.io.gfile.exists(path):
-        return {}
+        return None
     with tf.io.gfile.GFile(path, "r") as f:
-        config = json.load(f)
-    return {argument: bool(config[key]) for key, argument in _CONFIG_OPTIONS[kind].items()
-            if isinstance(config.get(key), bool)}
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not valid JSON: {error}") from None
+
+
+def _normalizer_lowercases(tokenizer_json):
+    """Whether a `tokenizers` normalizer lower-cases: BertNormalizer's `lowercase`, or a
+    Lowercase step in a Sequence; None where the file or its normalizer says nothing."""
+    normalizer = (tokenizer_json or {}).get("normalizer") or {}
+    if normalizer.get("type") == "BertNormalizer" and isinstance(
+            normalizer.get("lowercase"), bool):
+        return normalizer["lowercase"]
+    if normalizer.get("type") == "Sequence":
+        return any(step.get("type") == "Lowercase" for step in normalizer.get("normalizers", []))
+    return None
 
 
 def _no_merges(kind, merges):

@@ -210,6 +210,16 @@ def test_the_tokenizer_is_picked_from_the_vocabulary(tmp_path):
     shutil.copy(DATA / "tasks" / "vocab.txt", cased)
     (cased / "tokenizer_config.json").write_text('{"do_lower_case": false}')
     kinds["cased BERT folder"] = BertPreprocessor(str(cased))
+    # Saved by HF tokenizers alone: the casing only in tokenizer.json's normalizer.
+    for name, normalizer in (
+            ("tokenizer.json cased", {"type": "BertNormalizer", "lowercase": False}),
+            ("tokenizer.json Sequence", {"type": "Sequence", "normalizers": [
+                {"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}]})):
+        folder_ = tmp_path / name
+        folder_.mkdir()
+        shutil.copy(DATA / "tasks" / "vocab.txt", folder_)
+        (folder_ / "tokenizer.json").write_text(json.dumps({"normalizer": normalizer}))
+        kinds[name] = BertPreprocessor(str(folder_))
     kinds["spiece.model"] = BertPreprocessor(SPIECE)
     kinds["model bytes"] = BertPreprocessor(SPIECE.read_bytes())
     # An ALBERT folder: spiece.model first of all, options from tokenizer_config.json.
@@ -223,12 +233,17 @@ def test_the_tokenizer_is_picked_from_the_vocabulary(tmp_path):
         "vocab.txt": ("wordpiece", True), "token list": ("wordpiece", True),
         "vocab.json": ("byte_pair", False), "vocab.json, merges=": ("byte_pair", False),
         "dict, merges=": ("byte_pair", False), "BPE folder": ("byte_pair", False),
-        "cased BERT folder": ("wordpiece", False), "spiece.model": ("sentencepiece", True),
+        "cased BERT folder": ("wordpiece", False), "tokenizer.json cased": ("wordpiece", False),
+        "tokenizer.json Sequence": ("wordpiece", True), "spiece.model": ("sentencepiece", True),
         "model bytes": ("sentencepiece", True), "ALBERT folder": ("sentencepiece", False),
     }
     assert isinstance(kinds["ALBERT folder"].tokenizer, SentencePieceTokenizer)
     assert kinds["ALBERT folder"].tokenizer.keep_accents
     assert not kinds["spiece.model"].tokenizer.keep_accents
+    # tokenizer_config.json's do_lower_case wins over tokenizer.json's normalizer.
+    (tmp_path / "tokenizer.json cased" / "tokenizer_config.json").write_text(
+        '{"do_lower_case": true}')
+    assert BertPreprocessor(str(tmp_path / "tokenizer.json cased")).lower_case
     # An explicit lower_case wins over the folder's.
     assert BertPreprocessor(str(cased), lower_case=True).lower_case
     texts = ["Hello world!", "the quick fox"]
