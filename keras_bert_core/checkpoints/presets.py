@@ -252,6 +252,19 @@ def read_preset(path):
     return metadata
 
 
+def trained_seq_length(path):
+    """The sequence length the model at `path` was trained or saved with: a preset's, or a
+    `kbc` run's; None for other checkpoints (whose tokenizer files state at most a limit)."""
+    path = os.fspath(path)
+    if is_preset(path):
+        return read_preset(path)["seq_length"]
+    if (run := _run(path)) is not None:
+        config = run[1]
+        return ((config.get("task") or {}).get("seq_length")
+                or (config.get("arguments") or {}).get("seq_length"))
+    return None
+
+
 def training_record(path):
     """`(training, metrics)`: how the model at `path` was trained and its scores, as
     `save_to_preset` takes them: a preset's own, or those of a `kbc` run (its arguments,

@@ -31,11 +31,13 @@ VOCAB_HELP = ("the vocabulary: a WordPiece vocab.txt (BERT, DistilBERT), a byte-
               "(ALBERT), or a folder holding one (e.g. from `kbc vocab --kind bpe`)")
 
 
-def add_vocab_options(parser, seq_length, vocab_help=VOCAB_HELP):
+def add_vocab_options(parser, seq_length, vocab_help=VOCAB_HELP, seq_length_help=""):
     group = parser.add_argument_group("text")
     group.add_argument("--vocab", metavar="PATH", help=vocab_help)
     group.add_argument("--seq-length", type=int_at_least(3), default=seq_length,
-                       help="tokens per sequence, [CLS] and [SEP] (<s>, </s>) included")
+                       help=" ".join(filter(None, (
+                           "tokens per sequence, [CLS] and [SEP] (<s>, </s>) included",
+                           seq_length_help))))
     casing = group.add_mutually_exclusive_group()
     casing.add_argument("--cased", action="store_const", const=True, default=None,
                         help="keep case and accents (a cased WordPiece or SentencePiece "

@@ -29,6 +29,8 @@ from keras_bert_core.cli.run_dir import (
 )
 from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
 
+DEFAULT_SEQ_LENGTH = 128
+
 
 def add_arguments(parser):
     parser.add_argument("--task", choices=sorted(TASKS),
@@ -45,7 +47,10 @@ def add_arguments(parser):
                       help="--tfds validation split ('' for none)")
     data.add_argument("--tfds-data-dir", metavar="DIR", help="where TFDS keeps its data")
     add_data_options(parser)
-    add_vocab_options(parser, seq_length=128,
+    add_vocab_options(parser, seq_length=None,
+                      seq_length_help=f"(default: the length --checkpoint was trained with, "
+                                      f"if it is a preset or a kbc run, else "
+                                      f"{DEFAULT_SEQ_LENGTH})",
                       vocab_help="the vocabulary: a WordPiece vocab.txt, a byte-level BPE "
                                  "vocab.json (merges.txt beside it), a SentencePiece .model, or "
                                  "a folder holding one (default: the one in --checkpoint's "
@@ -164,6 +169,19 @@ def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validatio
     return metrics
 
 
+def _checkpoint_seq_length(checkpoint):
+    """The length a preset or kbc run given as --checkpoint was trained with, else None."""
+    if not checkpoint:
+        return None
+    from keras_bert_core.checkpoints.presets import trained_seq_length
+    from keras_bert_core.errors import CheckpointError
+
+    try:
+        return trained_seq_length(checkpoint)
+    except CheckpointError as e:
+        raise UserError(str(e)) from None
+
+
 def _load_data(args, task, learn_labels=True):
     """`(train, validation or None)` from files or TFDS; the task learns its labels from
     the training data, unless `learn_labels` is False."""
@@ -195,6 +213,8 @@ def run(args):
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
     check_lora_options(args)
+    if args.seq_length is None:
+        args.seq_length = _checkpoint_seq_length(args.checkpoint) or DEFAULT_SEQ_LENGTH
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")

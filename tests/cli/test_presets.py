@@ -102,11 +102,12 @@ def test_export_and_finetune_take_a_preset_folder(classify_run, run_preset, tmp_
     run_dir = tmp_path / "from_preset"
     trained = run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
                       "--text-column", "review", "--checkpoint", run_preset,
-                      "--seq-length", 32, "--batch-size", 2, "--epochs", 1,
-                      "--run-dir", run_dir)
+                      "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
     assert trained.returncode == 0, trained.stderr
     config = json.loads((run_dir / "config.json").read_text())
     preset = json.loads((run_preset / "preset.json").read_text())
+    # No --seq-length: the preset's length (the run's 32), not finetune's default 128.
+    assert config["task"]["seq_length"] == preset["seq_length"] == 32
     assert config["task"]["lower_case"] is preset["lower_case"] is True
     assert (run_dir / "vocab.txt").read_text() == (run_preset / "vocab.txt").read_text()
     assert config["model_config"] == json.loads(
