@@ -57,6 +57,10 @@ def add_arguments(parser):
                         help="the SavedModel and the .tflite files cut longer texts to this "
                              "many bytes before tokenization (0: no cut; default: "
                              "export_saved_model's and export_tflite's)")
+    parser.add_argument("--null-score-threshold", type=float, metavar="MARGIN",
+                        help="a SQuAD 2.0 model answers nothing when the [CLS] (null) score "
+                             "beats the best span's by more than this (default: the run's, "
+                             "0 unless it was given; kbc evaluate reports the best one)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
@@ -65,10 +69,11 @@ def tflite_file(variant):
 
 
 def _task_options(task):
-    """The exporters' options that come from the fine-tuning task."""
+    """The exporters' (and `serving_task`'s) options that come from the fine-tuning task."""
     return {"pairs": getattr(task, "pairs", False),
             "label_names": task.settings.get("label_names"),
-            "max_answer_length": task.settings["max_answer_length"]}
+            "max_answer_length": task.settings["max_answer_length"],
+            "null_score_threshold": task.null_score_threshold()}
 
 
 def export(model, task, preprocessor, output, formats=DEFAULT_FORMATS,
@@ -146,9 +151,7 @@ def text_inputs(model, task, preprocessor):
     """The text inputs of the exported signature, in the order it packs them."""
     from keras_bert_core.tasks.serving import serving_task
 
-    return serving_task(model, preprocessor, getattr(task, "pairs", False),
-                        task.settings.get("label_names"),
-                        task.settings["max_answer_length"]).text_inputs
+    return serving_task(model, preprocessor, **_task_options(task)).text_inputs
 
 
 def check_calibration(path):
@@ -261,6 +264,8 @@ def run(args):
     if int8:
         check_calibration(args.calibration)
     model, task, preprocessor = load_finetuned(args.model)
+    if args.null_score_threshold is not None:
+        task.settings["null_score_threshold"] = args.null_score_threshold
     calibration = (read_calibration(args.calibration, text_inputs(model, task, preprocessor))
                    if int8 else None)
     # The folder appears, or replaces the old one, only once every export in it is written.

@@ -24,6 +24,9 @@ DATA_OPTIONS = {
     "doc_stride": (128, "squad: wordpieces between the starts of a context's windows"),
     "max_query_length": (64, "squad: longest question kept, in wordpieces"),
     "max_answer_length": (30, "squad: longest answer, in wordpieces"),
+    "null_score_threshold": (0.0, "squad 2.0: answer nothing when the [CLS] (null) score "
+                                  "beats the best span's score by more than this; kbc "
+                                  "evaluate reports the best one on labeled data"),
 }
 PLAIN_TEXT_SUFFIXES = ("", ".txt")
 
@@ -31,7 +34,7 @@ PLAIN_TEXT_SUFFIXES = ("", ".txt")
 def add_data_options(parser, with_defaults=True):
     group = parser.add_argument_group("data")
     for name, (default, help_text) in DATA_OPTIONS.items():
-        kind = int if isinstance(default, int) else str
+        kind = str if default is None else type(default)
         if not with_defaults:
             default, help_text = None, help_text + " (default: as in training)"
         group.add_argument("--" + name.replace("_", "-"), type=kind, default=default,
@@ -106,6 +109,11 @@ class Task:
     def predict(self, model, data, preprocessor, batch_size):
         """A list of JSON-ready answers, one per example."""
         raise NotImplementedError
+
+    def null_score_threshold(self):
+        """The margin by which "no answer" must win to be answered (SQuAD 2.0); None where
+        the task has no such answer."""
+        return None
 
 
 class Classify(Task):
@@ -227,13 +235,18 @@ class Squad(Task):
 
         return answers(data, features, start_logits, end_logits,
                        max_answer_length=self.settings["max_answer_length"],
-                       null_score_threshold=0.0 if self.settings.get("version_2") else None)
+                       null_score_threshold=self.null_score_threshold())
+
+    def null_score_threshold(self):
+        """The run's `--null-score-threshold` for a SQuAD 2.0 model; None for SQuAD 1.1,
+        whose model always answers its best span."""
+        return self.settings["null_score_threshold"] if self.settings.get("version_2") else None
 
     def evaluate(self, model, data, preprocessor, batch_size):
         """Exact match and F1 of the answers kbc gives (no answer when `[CLS]` outscores the
-        best span, for a SQuAD 2.0 model). On data with unanswerable questions also the
-        null-score threshold with the best F1, and the scores at it (see
-        `best_null_score_threshold`)."""
+        best span by more than `--null-score-threshold`, for a SQuAD 2.0 model). On data
+        with unanswerable questions also the null-score threshold with the best F1, and the
+        scores at it (see `best_null_score_threshold`)."""
         from keras_bert_core.tasks.question_answering import best_null_score_threshold
         from keras_bert_core.tasks.squad import squad_metrics
 

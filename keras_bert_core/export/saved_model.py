@@ -124,7 +124,8 @@ def attach_vocabulary_assets(module, preprocessor, directory):
 
 
 def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs=False,
-                       label_names=None, max_answer_length=30, max_batch_size=MAX_BATCH_SIZE,
+                       label_names=None, max_answer_length=30,
+                       null_score_threshold=None, max_batch_size=MAX_BATCH_SIZE,
                        max_text_bytes=MAX_TEXT_BYTES, warmup=True, overwrite=False):
     """Writes a SavedModel that serves `model` from raw text, tokenizer inside.
 
@@ -165,6 +166,9 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
             model.
         label_names: class names of a classifier, or tag names of a token classifier.
         max_answer_length: longest answer of a span labeler, in wordpieces.
+        null_score_threshold: a SQuAD 2.0 span labeler answers nothing (an empty answer,
+            indices 0) when its null score beats the best span's by more than this (as
+            `answers` does); None: always the best span.
         max_batch_size: the most rows one request may hold: a larger request fails with
             InvalidArgument naming the limit (None: no limit). TF Serving's batching must
             not merge requests past it (see `export/batching.config`).
@@ -206,7 +210,8 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
     if name is not None:
         check_model_name(name)
     check_limits(max_batch_size, max_text_bytes)
-    task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
+    task = serving_task(model, preprocessor, pairs, label_names, max_answer_length,
+                        null_score_threshold)
     export_dir = os.fspath(path) if name is None else os.path.join(path, name, str(version))
     _check_destination(export_dir, overwrite)
 

@@ -35,7 +35,8 @@ BPE_TFLITE_BLOCKING_OPS = (
 
 
 def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pairs=False,
-                  label_names=None, max_answer_length=30, max_text_bytes=MAX_TEXT_BYTES,
+                  label_names=None, max_answer_length=30,
+                  null_score_threshold=None, max_text_bytes=MAX_TEXT_BYTES,
                   static_shape=None, calibration_texts=None):
     """Writes a `.tflite` file that serves `model`, from raw text or from ids.
 
@@ -69,8 +70,7 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     Each text is tokenized from its first `max_text_bytes` bytes only, cut at a UTF-8
     character boundary, as `export_saved_model` cuts them (the tokenizer keeps that many
     bytes of each text after splitting it into bytes): one long text cannot take the app's
-    memory. The SentencePiece tokenizer has no such cut yet: its files tokenize whole
-    texts. The file has no batch limit: the app, not a remote client, sizes each call.
+    memory. The file has no batch limit: the app, not a remote client, sizes each call.
 
     The file is written beside `path` and renamed into place when complete.
 
@@ -103,6 +103,9 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         pairs: serve text pairs (`text_a`, `text_b`), as for `export_saved_model`.
         label_names: class or tag names, as for `export_saved_model`.
         max_answer_length: longest answer of a span labeler, in wordpieces.
+        null_score_threshold: a SQuAD 2.0 span labeler answers nothing (an empty answer,
+            indices 0) when its null score beats the best span's by more than this (as
+            `answers` does); None: always the best span.
         max_text_bytes: longer texts are cut to this many bytes before tokenization, at a
             UTF-8 character boundary (None: no limit); with `inputs="ids"`, unused.
         static_shape: True pads every row to `preprocessor.seq_length` (fixed tensor
@@ -144,7 +147,8 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     if inputs not in INPUT_KINDS:
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
     check_limits(None, max_text_bytes)
-    task = serving_task(model, preprocessor, pairs, label_names, max_answer_length)
+    task = serving_task(model, preprocessor, pairs, label_names, max_answer_length,
+                        null_score_threshold)
     if preprocessor.tokenizer_kind == BYTE_PAIR and inputs == "text":
         raise ValueError(
             "a byte-level BPE (RoBERTa) preprocessor cannot tokenize inside a .tflite file: "
@@ -157,10 +161,8 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
         # Ids in: the tokenizer runs only in Python, to calibrate int8 on ids.
         tflite_preprocessor = preprocessor.with_options(max_text_bytes=max_text_bytes)
     else:
-        # Only tokenizers that cut texts themselves can cut them with TFLite's ops.
-        cut = max_text_bytes if hasattr(preprocessor.tokenizer, "max_text_bytes") else None
         tflite_preprocessor = preprocessor.with_options(tflite_compatible=True,
-                                                        max_text_bytes=cut)
+                                                        max_text_bytes=max_text_bytes)
     signature = "serving_default" if inputs == "text" else "predict_ids"
 
     def convert(static_shape):

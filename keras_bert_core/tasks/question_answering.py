@@ -367,11 +367,16 @@ class SpanQuestionAnswering(ServingTask):
     preprocessor's, in any family's layout). The best span maximizes
     `start_logit + end_logit` over context tokens with `start <= end < start +
     max_answer_length`. A row without context tokens answers index 0 (`[CLS]`) with the
-    null score `start_logits[0] + end_logits[0]` and an empty answer.
+    null score `start_logits[0] + end_logits[0]` and an empty answer; so does a row whose
+    null score beats its best span's score by more than `null_score_threshold` (SQuAD 2.0,
+    the rule `answers` follows).
 
     Args:
         packer: the preprocessor's `BertPacker`.
         max_answer_length: longest answer, in wordpieces.
+        null_score_threshold: SQuAD 2.0: no answer when `null score - best span score`
+            exceeds it (`best_null_score_threshold` finds a good one); None (SQuAD 1.1):
+            always the best span.
 
     Example:
     >>> from keras_bert_core.text.packer import BertPacker
@@ -385,17 +390,24 @@ class SpanQuestionAnswering(ServingTask):
     >>> outputs = task.outputs(logits, features)  # never the final [SEP], at most 2 pieces
     >>> outputs["start_index"].numpy().tolist(), outputs["end_index"].numpy().tolist()
     ([4], [5])
+    >>> strict = SpanQuestionAnswering(task.packer, 2, null_score_threshold=-12.0)
+    >>> strict.outputs(logits, features)["start_index"].numpy().tolist()  # 0 - 11 > -12
+    [0]
     """
 
     text_inputs = ("question", "context")
 
-    def __init__(self, packer, max_answer_length=30):
+    def __init__(self, packer, max_answer_length=30, null_score_threshold=None):
         super().__init__(pairs=True)
         self.packer = packer
         if not isinstance(max_answer_length, int) or max_answer_length < 1:
             raise ValueError(f"max_answer_length must be a positive integer, "
                              f"got {max_answer_length!r}")
         self.max_answer_length = max_answer_length
+        if null_score_threshold is not None and not np.isfinite(null_score_threshold):
+            raise ValueError(f"null_score_threshold must be a finite number or None, "
+                             f"got {null_score_threshold!r}")
+        self.null_score_threshold = null_score_threshold
 
     def encode(self, preprocessor, texts, static_shape, with_offsets=True):
         if not with_offsets:
@@ -421,13 +433,16 @@ class SpanQuestionAnswering(ServingTask):
         scores = tf.reshape(tf.where(allowed, scores, tf.float32.min), flat_shape)
         found = tf.reduce_any(tf.reshape(allowed, flat_shape), axis=-1)
         best = tf.argmax(scores, axis=-1, output_type=tf.int32)
+        best_score = tf.reduce_max(scores, axis=-1)
+        null_score = start_logits[:, 0] + end_logits[:, 0]
+        if self.null_score_threshold is not None:
+            found &= null_score - best_score <= self.null_score_threshold
         return {
             "start_logits": start_logits,
             "end_logits": end_logits,
             "start_index": tf.where(found, best // seq_length, 0),
             "end_index": tf.where(found, best % seq_length, 0),
-            "score": tf.where(found, tf.reduce_max(scores, axis=-1),
-                              start_logits[:, 0] + end_logits[:, 0]),
+            "score": tf.where(found, best_score, null_score),
         }
 
     def offset_outputs(self, outputs, features, offsets):

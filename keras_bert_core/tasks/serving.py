@@ -122,7 +122,8 @@ class RawOutputs(ServingTask):
         return {"outputs": model_outputs}
 
 
-def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_length=30):
+def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_length=30,
+                 null_score_threshold=None):
     """The `ServingTask` for a model, chosen by its class.
 
     Args:
@@ -134,6 +135,8 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
             choice `text` and `choices`.
         label_names: class names of a classifier, or tag names of a token classifier.
         max_answer_length: longest answer of a span labeler, in wordpieces.
+        null_score_threshold: a SQuAD 2.0 span labeler answers nothing when its null score
+            beats the best span's by more than this; None: always the best span.
 
     Example:
     >>> import keras_bert_core as kbc
@@ -150,6 +153,9 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
     from keras_bert_core.tasks.token_classification import TokenTagging
 
     _check_model_and_preprocessor(model, preprocessor)
+    if null_score_threshold is not None and not isinstance(model, BertSpanLabeler):
+        raise ValueError(f"null_score_threshold is for span labelers (SQuAD 2.0); "
+                         f"{type(model).__name__} has no spans to answer")
     num_classes = getattr(model, "num_classes", None)
     if label_names is not None:
         label_names = [str(name) for name in label_names]
@@ -160,7 +166,8 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
             raise ValueError(f"label_names has {len(label_names)} names but the model has "
                              f"num_classes={num_classes}")
     if isinstance(model, BertSpanLabeler):
-        return SpanQuestionAnswering(preprocessor.packer, max_answer_length)
+        return SpanQuestionAnswering(preprocessor.packer, max_answer_length,
+                                     null_score_threshold)
     if isinstance(model, BertMultipleChoice):
         return MultipleChoice(model.num_choices)
     if isinstance(model, BertTokenClassifier):

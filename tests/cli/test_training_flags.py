@@ -1,7 +1,8 @@
 """The training flags of `kbc` as a user meets them, `kbc` in a process of its own:
 `--optimizer`, `--accumulation-steps`, `--strategy`'s choices, `kbc pretrain --pack` and
-`--write-tfrecords`, SQuAD 2.0's best null-score threshold in `kbc evaluate`, `--quiet` and
-`--tf-logs`; a resumed run keeps its choices, and bad combinations end with one line."""
+`--write-tfrecords`, SQuAD 2.0's best null-score threshold in `kbc evaluate` and
+`--null-score-threshold` in predict and export, `--quiet` and `--tf-logs`; a resumed run
+keeps its choices, and bad combinations end with one line."""
 
 import json
 import os
@@ -229,6 +230,28 @@ def test_evaluate_reports_squad_2_best_null_score_threshold(tiny_config, tmp_pat
     v1 = run_kbc("evaluate", run_dir, DATA / "squad_v1.json", "--quiet")
     assert v1.returncode == 0, v1.stderr[-3000:]
     assert "best_null_score_threshold" not in json.loads(v1.stdout)  # nothing to search
+
+    # --null-score-threshold moves the line between an answer and none, in predict and in
+    # the exports: far below every margin nothing is answered, far above always a span.
+    for margin, nothing in ((-1e9, True), (1e9, False)):
+        predicted = run_kbc("predict", run_dir, "--input", squad, "--quiet",
+                            "--null-score-threshold", margin)
+        assert predicted.returncode == 0, predicted.stderr[-3000:]
+        answers = [json.loads(line)["answer"] for line in predicted.stdout.splitlines()]
+        assert len(answers) == 3 and all((answer == "") is nothing for answer in answers)
+    requests = tmp_path / "questions.jsonl"
+    requests.write_text("".join(json.dumps({"question": q, "context": c}) + "\n" for q, c in (
+        ("Who wrote it?", "The book was written by Ann Smith in Paris."),
+        ("Where is it?", "It lies north of the old river bridge."))))
+    for margin, nothing in ((-1e9, True), (1e9, False)):
+        exported = run_kbc("export", run_dir, "-o", tmp_path / f"export{margin}", "--format",
+                           "saved_model", "--null-score-threshold", margin, "--quiet")
+        assert exported.returncode == 0, exported.stderr[-3000:]
+        served = run_kbc("predict", tmp_path / f"export{margin}" / "saved_model", "--input",
+                         requests, "--quiet")
+        assert served.returncode == 0, served.stderr[-3000:]
+        answers = [json.loads(line)["answer"] for line in served.stdout.splitlines()]
+        assert len(answers) == 2 and all((answer == "") is nothing for answer in answers)
 
 
 def test_tf_logs_shows_tensorflow_s_log(tmp_path):

@@ -183,3 +183,34 @@ def test_best_null_score_threshold_beats_every_other_threshold(tokenizer):
     start_logits, end_logits = perfect_logits(features)
     best = best_null_score_threshold(examples, features, start_logits, end_logits)
     assert (best["exact_match"], best["f1"]) == (100.0, 100.0)
+
+
+def test_served_span_answers_nothing_where_the_null_score_wins_by_the_threshold():
+    import tensorflow as tf
+
+    from keras_bert_core.tasks.question_answering import SpanQuestionAnswering
+    from keras_bert_core.text.packer import BertPacker
+
+    packer = BertPacker(8, cls_id=2, sep_id=3, pad_id=0)
+    # [CLS] q [SEP] c c c [SEP] [PAD], four rows of random logits.
+    features = {"token_ids": tf.constant([[2, 9, 3, 10, 11, 12, 3, 0]] * 4),
+                "padding_mask": tf.constant([[1] * 7 + [0]] * 4)}
+    rng = np.random.default_rng(0)
+    logits = {name: tf.constant(rng.normal(size=(4, 8)), tf.float32)
+              for name in ("start_logits", "end_logits")}
+    plain = SpanQuestionAnswering(packer, 3).outputs(logits, features)
+    null = (logits["start_logits"][:, 0] + logits["end_logits"][:, 0]).numpy()
+    margins = null - plain["score"].numpy()
+    threshold = float(np.median(margins))
+    served = SpanQuestionAnswering(packer, 3, null_score_threshold=threshold).outputs(
+        logits, features)
+    nothing = margins > threshold
+    assert 0 < nothing.sum() < 4
+    np.testing.assert_array_equal(served["start_index"].numpy()[nothing], 0)
+    np.testing.assert_array_equal(served["end_index"].numpy()[nothing], 0)
+    np.testing.assert_allclose(served["score"].numpy()[nothing], null[nothing])
+    for name in ("start_index", "end_index", "score"):
+        np.testing.assert_array_equal(served[name].numpy()[~nothing],
+                                      plain[name].numpy()[~nothing])
+    with pytest.raises(ValueError, match="null_score_threshold must be a finite number"):
+        SpanQuestionAnswering(packer, 3, null_score_threshold=float("nan"))
