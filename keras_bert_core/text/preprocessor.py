@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
 from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
-from keras_bert_core.text.string_batches import cut_texts
+from keras_bert_core.text.string_batches import check_max_text_bytes, cut_texts
 from keras_bert_core.text.tokenizer import BertTokenizer
 from keras_bert_core.text.vocabulary_files import (
     BYTE_PAIR,
@@ -75,9 +75,9 @@ class BertPreprocessor(keras.layers.Layer):
             no such pipeline (True is an error). None (default): False, or a given
             tokenizer's own.
         max_text_bytes: tokenize only this many first bytes of each text, cut at a
-            character boundary (see `BertTokenizer`); None: whole texts. Only the WordPiece
-            tokenizer cuts with TFLite-compatible ops: with the others it needs
-            `tflite_compatible=False`.
+            character boundary (see `BertTokenizer`); None: whole texts. The WordPiece and
+            SentencePiece tokenizers cut with TFLite-compatible ops; byte-level BPE, which
+            has no TFLite pipeline, cuts here.
         merges: the merges of a BPE vocabulary (a `merges.txt` path or a list of
             `"left right"` strings) when they are not beside its `vocab.json`.
         **kwargs: standard `keras.layers.Layer` arguments.
@@ -132,10 +132,7 @@ class BertPreprocessor(keras.layers.Layer):
         super().__init__(**kwargs)
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
-        if max_text_bytes is not None and (not isinstance(max_text_bytes, int) or isinstance(
-                max_text_bytes, bool) or max_text_bytes < 4):
-            raise ValueError("max_text_bytes must be an integer of at least 4 or None, got "
-                             f"{max_text_bytes!r}")
+        check_max_text_bytes(max_text_bytes)
         self.tokenizer = _tokenizer(vocabulary, merges, lower_case, tflite_compatible,
                                     max_text_bytes)
         self.tokenizer_kind = tokenizer_kind(self.tokenizer)
@@ -148,14 +145,10 @@ class BertPreprocessor(keras.layers.Layer):
             self._packer = self.packer
         self.tflite_compatible = bool(getattr(self.tokenizer, "tflite_compatible", False))
         self.max_text_bytes = getattr(self.tokenizer, "max_text_bytes", max_text_bytes)
-        # Tokenizers that do not cut texts themselves (BPE, SentencePiece) get them cut
-        # here, with string ops that TFLite lacks.
+        # A tokenizer that does not cut texts itself (BPE) gets them cut here, with string
+        # ops that TFLite lacks.
         self._cut_texts = (max_text_bytes is not None
                            and not hasattr(self.tokenizer, "max_text_bytes"))
-        if self._cut_texts and self.tflite_compatible:
-            raise ValueError(f"the {self.tokenizer_kind} tokenizer cannot cut texts with "
-                             "TFLite's ops: max_text_bytes must be None with "
-                             "tflite_compatible=True")
         self._tokens = None
         self.built = True
 
@@ -290,7 +283,13 @@ class BertPreprocessor(keras.layers.Layer):
     def from_config(cls, config):
         config = dict(config)
         if "tokenizer" in config:
-            config["vocabulary"] = keras.saving.deserialize_keras_object(config.pop("tokenizer"))
+            tokenizer = config.pop("tokenizer")
+            if (tokenizer.get("class_name") == "SentencePieceTokenizer"
+                    and "max_text_bytes" not in tokenizer.get("config", {})):
+                # Saved before SentencePieceTokenizer cut texts itself: the cut was ours.
+                tokenizer = {**tokenizer, "config": {
+                    **tokenizer["config"], "max_text_bytes": config.get("max_text_bytes")}}
+            config["vocabulary"] = keras.saving.deserialize_keras_object(tokenizer)
         return cls(**config)
 
 
@@ -328,7 +327,8 @@ def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes
                              max_text_bytes=max_text_bytes)
     options = {k: v for k, v in source.options.items() if k == "keep_accents"}
     return SentencePieceTokenizer(source.vocabulary, lower_case=lower_case,
-                                  tflite_compatible=bool(tflite_compatible), **options)
+                                  tflite_compatible=bool(tflite_compatible),
+                                  max_text_bytes=max_text_bytes, **options)
 
 
 def _as_tensor(strings):

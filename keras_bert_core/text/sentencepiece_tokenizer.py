@@ -64,7 +64,12 @@ from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_senten
 
 from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
 from keras_bert_core.text.special_tokens import SpecialTokenIds
-from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
+from keras_bert_core.text.string_batches import (
+    as_batch,
+    check_max_text_bytes,
+    cut_texts,
+    keep_static_batch_size,
+)
 from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
 from keras_bert_core.text.vocabulary_assets import VocabularyAssets
 
@@ -245,6 +250,10 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
             ops that its TFLite registrar resolves), `tokenize_with_offsets` included (its
             tables are built from the model on its first call).
+        max_text_bytes: tokenize only this many first bytes of each text, cut at a
+            UTF-8 character boundary (offsets still index the whole text); None: all.
+            The TFLite-compatible pipeline keeps that many bytes right after splitting
+            the text into bytes, so one long text cannot take an app's memory.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -269,7 +278,7 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
                       "unk": "<unk>"}
 
     def __init__(self, model, lower_case=True, keep_accents=False, tflite_compatible=False,
-                 **kwargs):
+                 max_text_bytes=None, **kwargs):
         kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
         # Strings go in as they are (Keras would cast inputs to the layer dtype).
@@ -278,6 +287,8 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
         self.lower_case = bool(lower_case)
         self.keep_accents = bool(keep_accents)
         self.tflite_compatible = bool(tflite_compatible)
+        check_max_text_bytes(max_text_bytes)
+        self.max_text_bytes = max_text_bytes
         self.model = None
         if model is not None:
             self._set_vocabulary(model)
@@ -418,8 +429,11 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
                               ids.with_flat_values(starts), ids.with_flat_values(ends))
 
     def _characters_of(self, text):
-        """The characters of `text`, decoded with the ops of the layer's pipeline."""
-        return _tflite_characters(text) if self.tflite_compatible else _characters(text)
+        """The characters of `text` (its first `max_text_bytes` bytes), decoded with the
+        ops of the layer's pipeline."""
+        if self.tflite_compatible:
+            return _tflite_characters(text, self.max_text_bytes)
+        return _characters(cut_texts(text, self.max_text_bytes))
 
     def _spelled(self, out_chars, out_splits):
         """The preprocessed texts as strings, spelled with the ops of the layer's pipeline."""
@@ -466,6 +480,7 @@ class SentencePieceTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Lay
             "lower_case": self.lower_case,
             "keep_accents": self.keep_accents,
             "tflite_compatible": self.tflite_compatible,
+            "max_text_bytes": self.max_text_bytes,
         })
         return config
 
@@ -496,10 +511,12 @@ def _characters(text):
                        tf.cast(code_points.row_splits, tf.int32), tf.strings.length(text))
 
 
-def _tflite_characters(text):
+def _tflite_characters(text, max_bytes=None):
     """The characters of `text` with TFLite builtins (and tf.text's byte split): every
-    valid UTF-8 character, and every byte that is in none as a U+FFFD."""
-    code_points, lengths, byte_rows, _, byte_splits = _utf8_bytes(text)
+    valid UTF-8 character, and every byte that is in none as a U+FFFD. With `max_bytes`,
+    of each text's first `max_bytes` bytes: a character cut there reads as U+FFFDs, which
+    the model's normalizer removes as it removes nothing that `cut_texts` keeps."""
+    code_points, lengths, byte_rows, _, byte_splits = _utf8_bytes(text, max_bytes)
     covered = tf.zeros_like(lengths, tf.bool)
     for k in (1, 2, 3):  # inside a valid character that starts k bytes before
         covered |= _shift(lengths, -k, fill=0) > k

@@ -66,6 +66,15 @@ def route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
 
 
+def check_max_text_bytes(max_text_bytes):
+    """Raises ValueError unless `max_text_bytes` is None or an integer of at least 4 (one
+    UTF-8 character of any length fits)."""
+    if max_text_bytes is not None and (not isinstance(max_text_bytes, int) or isinstance(
+            max_text_bytes, bool) or max_text_bytes < 4):
+        raise ValueError("max_text_bytes must be an integer of at least 4 or None, got "
+                         f"{max_text_bytes!r}")
+
+
 def cut_texts(texts, max_bytes):
     """Each string of `texts` cut to at most `max_bytes` bytes (None: as it is), at a UTF-8
     character boundary, with TensorFlow core ops.

@@ -111,13 +111,28 @@ class TfliteWordpieces(tf.Module):
         return by_row(pieces.flat_values), by_row(starts), by_row(ends)
 
 
+def _cut_character_bytes(byte, row_splits, max_bytes):
+    """Per row, how many bytes before `max_bytes` belong to the character that a cut there
+    splits (0 where none is split, or the row is not that long): `cut_texts`'s rule, the
+    continuation bytes that end at the first byte cut off, in builtin gathers."""
+    lengths = row_splits[1:] - row_splits[:-1]
+    cut = lengths > max_bytes
+    padded = tf.pad(byte, [[0, 1]])  # something to gather from when every row is empty
+    back = tf.zeros_like(lengths)
+    run = cut
+    for k in range(4):  # the first byte cut off and the three before it
+        at = tf.gather(padded, tf.where(cut, row_splits[:-1] + max_bytes - k, 0))
+        run &= (at >= 0x80) & (at < 0xC0)
+        back += tf.cast(run, tf.int32)
+    return back
+
+
 def _utf8_bytes(text, max_bytes=None):
     """Decodes UTF-8 with builtin arithmetic on the bytes (TFLite has no Unicode ops).
 
-    With `max_bytes`, only the first `max_bytes` bytes of each row are kept (a character
-    cut there decodes as invalid bytes, so the rows read as `cut_texts` cuts them); the
-    values returned below are those of the kept bytes, and positions in a row are still
-    those of its text.
+    With `max_bytes`, only the bytes of each row that `cut_texts` keeps are kept: its first
+    `max_bytes` bytes, less the first bytes of a character cut there; the values returned
+    below are those of the kept bytes, and positions in a row are still those of its text.
 
     Returns, per byte of `text` (flat), the code point of the character starting there and
     its length in bytes (0 where no valid character starts: continuation and invalid bytes;
@@ -126,18 +141,18 @@ def _utf8_bytes(text, max_bytes=None):
     the row splits; int32."""
     split = tf_text.ByteSplitter().split(text)
     row_splits = tf.cast(split.row_splits, tf.int32)
-    byte = split.flat_values
+    byte = tf.cast(split.flat_values, tf.int32)
     if max_bytes is not None:
         # The kept bytes' own row splits, then each kept byte's index among all bytes: its
         # position in the kept rows plus how many bytes earlier rows lost. Only tensors of
         # the kept bytes' size are made (no mask over all bytes).
-        kept = tf.minimum(row_splits[1:] - row_splits[:-1], max_bytes)
+        kept = tf.minimum(row_splits[1:] - row_splits[:-1],
+                          max_bytes - _cut_character_bytes(byte, row_splits, max_bytes))
         kept_splits = tf.pad(tf.cumsum(kept), [[1, 0]])
         lost = row_splits - kept_splits
         byte = tf.gather(byte, tf.range(kept_splits[-1]) + tf.gather(lost, row_ids(
             kept_splits)))
         row_splits = kept_splits
-    byte = tf.cast(byte, tf.int32)
     rows = row_ids(row_splits)
     row_starts = rows != _shift(rows, -1, fill=-1)
     # A row's first byte continues no character of the row before.

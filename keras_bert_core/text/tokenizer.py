@@ -56,6 +56,7 @@ from keras_bert_core.text.character_table import (
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import (
     as_batch,
+    check_max_text_bytes,
     cut_texts,
     keep_static_batch_size,
     route_rows,
@@ -130,10 +131,7 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         self._allow_non_tensor_positional_args = True
         self.lower_case = bool(lower_case)
         self.tflite_compatible = bool(tflite_compatible)
-        if max_text_bytes is not None and (not isinstance(max_text_bytes, int) or isinstance(
-                max_text_bytes, bool) or max_text_bytes < 4):
-            raise ValueError("max_text_bytes must be an integer of at least 4 or None, got "
-                             f"{max_text_bytes!r}")
+        check_max_text_bytes(max_text_bytes)
         self.max_text_bytes = max_text_bytes
         self.vocabulary = None
         if vocabulary is not None:

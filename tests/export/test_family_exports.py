@@ -180,7 +180,9 @@ def test_sentencepiece_saved_model_serves_raw_text_with_its_model_as_an_asset(
 
 
 def test_sentencepiece_tflite_takes_raw_text(spm_classifier, spm_preprocessor, tmp_path):
-    path = export_tflite(spm_classifier, spm_preprocessor, tmp_path / "albert.tflite")
+    # Texts are cut to max_text_bytes inside the file, as the SavedModel cuts them.
+    path = export_tflite(spm_classifier, spm_preprocessor, tmp_path / "albert.tflite",
+                         max_text_bytes=40)
     op_types = tflite_op_types(pathlib.Path(path).read_bytes())
     assert "TFText>FastSentencepieceTokenize" in op_types
     assert unsupported_tflite_ops(op_types) == set()
@@ -193,10 +195,11 @@ def test_sentencepiece_tflite_takes_raw_text(spm_classifier, spm_preprocessor, t
         model_path=str(path), custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
     runner = interpreter.get_signature_runner("serving_default")
     tflite_preprocessor = spm_preprocessor.with_options(tflite_compatible=True)
-    for text in TEXTS:
+    for text in [*TEXTS, "Über 40 Bytes: café, naïve, €uros — and more words after them."]:
         on_device = runner(text=np.array([text.encode()], dtype=object))
+        cut = text.encode()[:40].decode("utf-8", errors="ignore")  # at a character boundary
         expected = probabilities(spm_classifier,
-                                 tflite_preprocessor([text], static_shape=False))
+                                 tflite_preprocessor([cut], static_shape=False))
         np.testing.assert_allclose(on_device["probabilities"], expected, atol=1e-5,
                                    err_msg=text)
 

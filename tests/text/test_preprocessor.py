@@ -422,11 +422,12 @@ def test_sentencepiece_packs_the_library_ids_as_albert(sentencepiece_reference, 
         pair["token_ids"].index(3) + 1)
 
 
-def test_sentencepiece_texts_are_cut_except_in_tflite():
-    cut = BertPreprocessor(SPIECE, seq_length=32, max_text_bytes=9, static_shape=False)
+def test_sentencepiece_texts_are_cut_in_both_pipelines():
     whole = BertPreprocessor(SPIECE, seq_length=32, static_shape=False)
-    assert as_lists(cut(["héllo wörld"])) == as_lists(whole(["héllo w"]))
-    with pytest.raises(ValueError, match="max_text_bytes must be None"):
-        BertPreprocessor(SPIECE, max_text_bytes=9, tflite_compatible=True)
+    for tflite_compatible in (False, True):
+        cut = BertPreprocessor(SPIECE, seq_length=32, max_text_bytes=9, static_shape=False,
+                               tflite_compatible=tflite_compatible)
+        assert cut.tokenizer.max_text_bytes == 9
+        assert as_lists(cut(["héllo wörld"])) == as_lists(whole(["héllo w"]))
     tflite = whole.with_options(tflite_compatible=True)
     assert tflite.tflite_compatible and tflite.tokenizer.tflite_compatible

@@ -138,6 +138,28 @@ def test_invalid_utf8_reads_as_replacement_characters_on_both_pipelines(tokenize
     assert tokenizer.tokenize_with_offsets(tf.constant(texts))[0].to_list() == expected
 
 
+@pytest.mark.parametrize("tflite_compatible", [False, True])
+def test_max_text_bytes_tokenizes_the_text_cut_at_a_character_boundary(tflite_compatible):
+    from keras_bert_core.text.string_batches import cut_texts
+
+    # ASCII, characters of 2, 3 and 4 bytes straddling every limit, a combining mark,
+    # invalid bytes, empty and short rows.
+    texts = [b"The quick brown fox jumps.", "Opéned é€😀 café́ x".encode(),
+             "a€€€€ 😀😀😀 b".encode(), b"ab\xff\xfe cd ef", b"", b"fox"]
+    whole = SentencePieceTokenizer(MODEL_FILE, tflite_compatible=tflite_compatible)
+    for max_bytes in (4, 5, 6, 7, 8, 9, 12, 14, 17, 21):
+        cut = cut_texts(tf.constant(texts), max_bytes)
+        ours = SentencePieceTokenizer(MODEL_FILE, tflite_compatible=tflite_compatible,
+                                      max_text_bytes=max_bytes)
+        assert ours(texts).to_list() == whole(cut).to_list(), max_bytes
+        # The cut texts begin the texts: the same offsets index the original ones.
+        for a, b in zip(ours.tokenize_with_offsets(texts), whole.tokenize_with_offsets(cut),
+                        strict=True):
+            assert a.to_list() == b.to_list(), max_bytes
+    with pytest.raises(ValueError, match="max_text_bytes must be an integer of at least 4"):
+        SentencePieceTokenizer(MODEL_FILE, max_text_bytes=3)
+
+
 def test_offsets_locate_the_text_of_each_piece(tokenizer, reference):
     """Each piece's text is in the preprocessed span (the model's normalizer: NFKC, some
     control and format characters removed); spans are in order; on lines that preprocessing
