@@ -429,5 +429,9 @@ def test_sentencepiece_texts_are_cut_in_both_pipelines():
                                tflite_compatible=tflite_compatible)
         assert cut.tokenizer.max_text_bytes == 9
         assert as_lists(cut(["héllo wörld"])) == as_lists(whole(["héllo w"]))
+    # Configs saved when the preprocessor cut texts for the SentencePiece tokenizer.
+    config = BertPreprocessor(SPIECE, max_text_bytes=9).get_config()
+    del config["tokenizer"]["config"]["max_text_bytes"]
+    assert BertPreprocessor.from_config(config).tokenizer.max_text_bytes == 9
     tflite = whole.with_options(tflite_compatible=True)
     assert tflite.tflite_compatible and tflite.tokenizer.tflite_compatible
