@@ -185,15 +185,20 @@ class TaskModel(keras.Model):
 
             # Batch by batch, eagerly: a traced byte-level BPE tokenizer is a large graph,
             # slow to build, which one pass over the data need not pay for.
+            def preprocessed(element):
+                return self.preprocess_text(element if text_only else element[0],
+                                            static_shape=self.outputs_per_token)
+
+            peeked = [preprocessed(next(iter(dataset)))]  # for the signature; served once
+
             def batches():
-                for element in dataset:
-                    yield self.preprocess_text(element if text_only else element[0],
-                                               static_shape=self.outputs_per_token)
+                for index, element in enumerate(dataset):
+                    yield peeked.pop() if index == 0 and peeked else preprocessed(element)
 
             # Every length may vary from batch to batch.
             signature = tf.nest.map_structure(
                 lambda t: tf.TensorSpec([None] * len(t.shape), tf.as_dtype(t.dtype)),
-                next(batches()))
+                peeked[0])
             arguments["x"] = tf.data.Dataset.from_generator(batches,
                                                             output_signature=signature)
             if dataset.cardinality() >= 0:
