@@ -142,9 +142,16 @@ def _cut_from_text(request, answer):
 
 def answers(args):
     """The answers, one JSON-ready dict per input example."""
+    export = args.model.endswith(".tflite") or os.path.isfile(
+        os.path.join(args.model, "saved_model.pb"))
+    if export and data_settings(args):
+        given = ", ".join("--" + name.replace("_", "-") for name in data_settings(args))
+        raise UserError(f"{given}: {args.model} is an export, which reads its inputs and "
+                        "answers as it was exported; these options are for a run (pass "
+                        "them to kbc export)")
     if args.model.endswith(".tflite"):
         return _tflite_answers(args.model, args.input)
-    if os.path.isfile(os.path.join(args.model, "saved_model.pb")):
+    if export:
         return _saved_model_answers(args.model, args.input, args.batch_size)
     model, task, preprocessor = load_finetuned(args.model)
     task.settings.update(data_settings(args))

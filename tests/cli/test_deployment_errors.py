@@ -52,6 +52,14 @@ def test_bad_standard_input(export_dir, stdin, message):
                       "kbc predict: error: ", message)
 
 
+@pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
+def test_run_options_on_an_export_are_refused(export_dir, model):
+    # The export answers as it was exported: a --null-score-threshold here would be ignored.
+    assert_user_error(kbc_process("predict", export_dir / model, "--null-score-threshold", "2",
+                                  "--text-column", "review", stdin=b"good film\n"),
+                      "--text-column, --null-score-threshold: ", "is an export")
+
+
 def test_binary_input_file(export_dir):
     binary = export_dir / "model.tflite"  # a flatbuffer: not UTF-8
     assert_user_error(kbc_process("predict", export_dir / "saved_model", "-i", binary),
