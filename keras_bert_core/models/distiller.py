@@ -324,14 +324,16 @@ class Distiller(keras.Model):
 
     def compile(self, optimizer="auto", *, metrics="auto", weighted_metrics="auto", **kwargs):
         """Like `keras.Model.compile`, without a loss (the distiller has its own); `"auto"`:
-        `BertAdamW` at the student's default learning rate, the student's metrics."""
+        `BertAdamW` at the student's default learning rate, the student's metrics, weighted
+        by `sample_weight` (so examples of weight 0, unlabeled, do not count)."""
         defaults = self.student.default_compile_args()
         if isinstance(optimizer, str) and optimizer == "auto":
             optimizer = BertAdamW(learning_rate=self.student.default_learning_rate)
         if isinstance(metrics, str) and metrics == "auto":
-            metrics = defaults["metrics"]
-            if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
-                weighted_metrics = defaults.get("weighted_metrics")
+            # All weighted: a 0 weight marks an unlabeled example, whose label is a stand-in.
+            metrics, weighted_metrics = None, _merged_metrics(
+                defaults["metrics"], defaults.get("weighted_metrics"),
+                None if isinstance(weighted_metrics, str) else weighted_metrics)
         if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
             weighted_metrics = None
         kwargs.pop("loss", None)
@@ -521,6 +523,20 @@ class Distiller(keras.Model):
         teacher = config.pop("teacher")
         return cls(None if teacher is None else keras.saving.deserialize_keras_object(teacher),
                    keras.saving.deserialize_keras_object(config.pop("student")), **config)
+
+
+def _merged_metrics(*groups):
+    """Metric lists, or dicts of them by output, as one (None for none)."""
+    groups = [group for group in groups if group]
+    if not groups:
+        return None
+    if not any(isinstance(group, dict) for group in groups):
+        return [metric for group in groups for metric in group]
+    merged = {}
+    for group in groups:
+        for output, metrics in group.items():
+            merged.setdefault(output, []).extend(metrics)
+    return merged
 
 
 def make_distilbert_student(teacher, teacher_layers=None):

@@ -295,3 +295,17 @@ def test_mismatched_models_are_refused_in_one_line():
         kbc.Distiller(classifier, classifier, alpha=2.0)
     with pytest.raises(ValueError, match="first difference at id 1: 'a' vs 'b'"):
         check_vocabularies(["[PAD]", "a"], ["[PAD]", "b"])
+
+
+def test_metrics_count_only_examples_with_a_weight():
+    # Unlabeled examples come with weight 0 and a stand-in label, which accuracy must skip.
+    teacher = kbc.BertClassifier(kbc.BertEncoder(config()), num_classes=2)
+    student = kbc.make_distilbert_student(teacher)
+    x, _ = keyword_task(np.random.default_rng(3), 8)
+    predicted = student.predict(x, verbose=0).argmax(-1)
+    labels = np.where(np.arange(8) < 4, predicted, 1 - predicted).astype("int32")
+    weights = (np.arange(8) < 4).astype("float32")
+    distiller = kbc.Distiller(teacher, student)
+    distiller.compile()
+    scores = distiller.evaluate(x, labels, sample_weight=weights, verbose=0, return_dict=True)
+    assert scores["accuracy"] == 1.0  # unweighted: 0.5
