@@ -24,6 +24,8 @@ TFLite latency of teacher and student.
   the task's texts are). Held-out texts are never used.
 - Labels only: a second copy of the same student initialization, fine-tuned on the labeled
   training texts for the same number of steps, same batch size and learning rate.
+- Both students train on `kbc distill`'s and `kbc finetune`'s schedule: 10% warmup, then
+  linear decay to 0 (`--schedule constant` for a constant learning rate instead).
 - Both students are trained once per `--student-seeds` seed (dropout, data order); their
   held-out accuracies are reported per seed and as mean, min and max.
 - Bag of words: `finetune_minilm_vs_bag_of_words.bag_of_words` (logistic regression on log
@@ -141,6 +143,8 @@ def main():
     parser.add_argument("--student-layers", default="0",
                         help="the teacher's layers the student copies, comma-separated")
     parser.add_argument("--student-learning-rate", type=float, default=5e-4)
+    parser.add_argument("--schedule", choices=("linear", "constant"), default="linear",
+                        help="the students' learning rate: warmup + linear decay, or constant")
     parser.add_argument("--unlabeled", type=int, default=20000, help="at most this many")
     parser.add_argument("--unlabeled-packages",
                         default="pip,setuptools,numpy,_pytest,keras,matplotlib",
@@ -244,13 +248,19 @@ def main():
                           "parameters": student_init.count_params(), "steps": steps,
                           "batch_size": args.batch_size,
                           "learning_rate": args.student_learning_rate,
+                          "schedule": args.schedule,
                           "initial_held_out_accuracy": accuracy(student_init, x_held_out,
                                                                 held_out[1])}
+
+    def optimizer():
+        if args.schedule == "constant":
+            return kbc.BertAdamW(args.student_learning_rate)
+        return kbc.create_optimizer(args.student_learning_rate, steps, int(0.1 * steps))
 
     def new_student():
         student = kbc.make_distilbert_student(teacher, teacher_layers=layers)
         student.set_weights(init_weights)
-        student.compile(optimizer=kbc.BertAdamW(args.student_learning_rate))
+        student.compile(optimizer=optimizer())
         return student
 
     x_all = {k: np.concatenate([x_train[k], x_extra[k]]) for k in x_train}
@@ -277,7 +287,7 @@ def main():
         keras.utils.set_random_seed(seed)
         model = new_student()
         distiller = kbc.Distiller(None, model, temperature=args.temperature, alpha=args.alpha)
-        distiller.compile(optimizer=kbc.BertAdamW(args.student_learning_rate))
+        distiller.compile(optimizer=optimizer())
         distilled.append({**trained(distiller, x_all, y_all, w_all, seed),
                           "held_out_accuracy": accuracy(model, x_held_out, held_out[1])})
         print("distilled", distilled[-1], flush=True)
