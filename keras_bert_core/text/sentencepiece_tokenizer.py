@@ -514,8 +514,7 @@ def _characters(text):
 def _tflite_characters(text, max_bytes=None):
     """The characters of `text` with TFLite builtins (and tf.text's byte split): every
     valid UTF-8 character, and every byte that is in none as a U+FFFD. With `max_bytes`,
-    of each text's first `max_bytes` bytes: a character cut there reads as U+FFFDs, which
-    the model's normalizer removes as it removes nothing that `cut_texts` keeps."""
+    of what `cut_texts` keeps of each text."""
     code_points, lengths, byte_rows, _, byte_splits = _utf8_bytes(text, max_bytes)
     covered = tf.zeros_like(lengths, tf.bool)
     for k in (1, 2, 3):  # inside a valid character that starts k bytes before

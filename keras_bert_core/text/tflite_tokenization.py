@@ -117,11 +117,14 @@ def _cut_character_bytes(byte, row_splits, max_bytes):
     continuation bytes that end at the first byte cut off, in builtin gathers."""
     lengths = row_splits[1:] - row_splits[:-1]
     cut = lengths > max_bytes
-    padded = tf.pad(byte, [[0, 1]])  # something to gather from when every row is empty
+    # Something to gather from when every row is empty (CONCATENATION takes uint8; PAD
+    # does not).
+    padded = tf.concat([byte, tf.zeros([1], byte.dtype)], axis=0)
     back = tf.zeros_like(lengths)
     run = cut
     for k in range(4):  # the first byte cut off and the three before it
-        at = tf.gather(padded, tf.where(cut, row_splits[:-1] + max_bytes - k, 0))
+        at = tf.cast(tf.gather(padded, tf.where(cut, row_splits[:-1] + max_bytes - k, 0)),
+                     tf.int32)
         run &= (at >= 0x80) & (at < 0xC0)
         back += tf.cast(run, tf.int32)
     return back
@@ -141,7 +144,7 @@ def _utf8_bytes(text, max_bytes=None):
     the row splits; int32."""
     split = tf_text.ByteSplitter().split(text)
     row_splits = tf.cast(split.row_splits, tf.int32)
-    byte = tf.cast(split.flat_values, tf.int32)
+    byte = split.flat_values
     if max_bytes is not None:
         # The kept bytes' own row splits, then each kept byte's index among all bytes: its
         # position in the kept rows plus how many bytes earlier rows lost. Only tensors of
@@ -153,6 +156,7 @@ def _utf8_bytes(text, max_bytes=None):
         byte = tf.gather(byte, tf.range(kept_splits[-1]) + tf.gather(lost, row_ids(
             kept_splits)))
         row_splits = kept_splits
+    byte = tf.cast(byte, tf.int32)
     rows = row_ids(row_splits)
     row_starts = rows != _shift(rows, -1, fill=-1)
     # A row's first byte continues no character of the row before.
