@@ -156,7 +156,8 @@ def test_kbc_export_gives_the_tflite_files_its_max_text_bytes(small, tmp_path, m
         return path
 
     monkeypatch.setattr(export_package, "export_tflite", export_tflite_stub)
-    task = SimpleNamespace(settings={"label_names": None, "max_answer_length": 30})
+    task = SimpleNamespace(settings={"label_names": None, "max_answer_length": 30},
+                           null_score_threshold=lambda: None)
     for limits in ({"max_batch_size": 2, "max_text_bytes": 64}, {"max_text_bytes": None}, None):
         cli_export.export(model, task, preprocessor, str(tmp_path), formats=("tflite",),
                           limits=limits)
