@@ -422,6 +422,7 @@ def run(args):
     train = task.load(args.train)
     validation = task.load(args.validation) if args.validation else None
     dataset, steps_per_epoch, rows = _training_data(args, task, train, preprocessor)
+    compared_teacher = teacher  # this host's, outside the strategy
     with training_scope(training, strategy):
         if strategy.num_replicas_in_sync > 1:  # the teacher's variables, on every replica
             teacher = load_model(model_path(args.teacher))
@@ -447,10 +448,14 @@ def run(args):
             args.backup_every)
     if not run_dir.chief:
         return
+    # The chief compares alone, with models outside the strategy: the other workers have
+    # finished, and a multi-worker model's evaluate would wait for them.
+    if strategy.num_replicas_in_sync > 1:
+        student = load_model(run_dir.file(MODEL_FILE))
     comparison = {
         "teacher_run": os.path.abspath(teacher_folder),
         "data": os.path.abspath(args.validation or args.train),
-        **compare(task, {"teacher": (teacher, model_path(args.teacher)),
+        **compare(task, {"teacher": (compared_teacher, model_path(args.teacher)),
                          "student": (student, run_dir.file(MODEL_FILE))},
                   validation if validation is not None else train, preprocessor,
                   args.batch_size, exports=args.export_latency),

@@ -1,5 +1,5 @@
-"""`kbc pretrain` and `kbc finetune --strategy multi_worker`: two workers on localhost run the
-same command into one run directory, as on hosts that share storage."""
+"""`kbc pretrain`, `kbc finetune` and `kbc distill --strategy multi_worker`: two workers on
+localhost run the same command into one run directory, as on hosts that share storage."""
 
 import json
 import os
@@ -48,6 +48,22 @@ def test_two_workers_pretrain_then_finetune_and_only_the_chief_writes(
     assert 0.0 <= metrics["validation"]["accuracy"] <= 1.0
     model = keras.saving.load_model(finetune_dir / "model.keras", compile=False)
     assert isinstance(model, BertClassifier)
+
+    # Distillation: the teacher runs in each worker's step, on that worker's batches.
+    unlabeled = tmp_path / "unlabeled.txt"
+    unlabeled.write_text("A superb film.\nThe plot drags on.\nWarm and funny.\nDull.\n")
+    distill_dir = tmp_path / "distill"
+    chief, worker = run_workers(
+        "distill", "--teacher", finetune_dir, "--train", DATA / "sentiment.csv",
+        "--text-column", "review", "--unlabeled", unlabeled, "--batch-size", 2, "--epochs", 1,
+        "--no-export-latency", "--run-dir", distill_dir)
+    assert str(distill_dir) in chief and str(distill_dir) not in worker
+    assert RUN_FILES | {"comparison.json"} <= set(os.listdir(distill_dir))
+    comparison = json.loads((distill_dir / "comparison.json").read_text())
+    for name in ("teacher", "student"):  # compared by the chief alone, after training
+        assert 0.0 <= comparison[name]["metrics"]["accuracy"] <= 1.0
+    student = keras.saving.load_model(distill_dir / "model.keras", compile=False)
+    assert isinstance(student, BertClassifier)
 
 
 def test_multi_worker_without_a_run_directory_says_what_to_pass(kbc, corpus):
