@@ -253,15 +253,15 @@ def read_preset(path):
 
 
 def trained_seq_length(path):
-    """The sequence length the model at `path` was trained or saved with: a preset's, or a
-    `kbc` run's; None for other checkpoints (whose tokenizer files state at most a limit)."""
+    """The sequence length the task model at `path` was trained with: a preset's, or a
+    `kbc` fine-tuning or distillation run's; None for pretraining runs (fine-tuning picks
+    its own length, often shorter) and other checkpoints (whose tokenizer files state at
+    most a limit)."""
     path = os.fspath(path)
     if is_preset(path):
         return read_preset(path)["seq_length"]
     if (run := _run(path)) is not None:
-        config = run[1]
-        return ((config.get("task") or {}).get("seq_length")
-                or (config.get("arguments") or {}).get("seq_length"))
+        return (run[1].get("task") or {}).get("seq_length")
     return None
 
 

@@ -49,8 +49,8 @@ def add_arguments(parser):
     add_data_options(parser)
     add_vocab_options(parser, seq_length=None,
                       seq_length_help=f"(default: the length --checkpoint was trained with, "
-                                      f"if it is a preset or a kbc run, else "
-                                      f"{DEFAULT_SEQ_LENGTH})",
+                                      f"if it is a preset or a fine-tuning or distillation "
+                                      f"run, else {DEFAULT_SEQ_LENGTH})",
                       vocab_help="the vocabulary: a WordPiece vocab.txt, a byte-level BPE "
                                  "vocab.json (merges.txt beside it), a SentencePiece .model, or "
                                  "a folder holding one (default: the one in --checkpoint's "
@@ -170,7 +170,8 @@ def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validatio
 
 
 def _checkpoint_seq_length(checkpoint):
-    """The length a preset or kbc run given as --checkpoint was trained with, else None."""
+    """The length a preset or fine-tuned run given as --checkpoint was trained with, else
+    None."""
     if not checkpoint:
         return None
     from keras_bert_core.checkpoints.presets import trained_seq_length

@@ -371,3 +371,22 @@ def test_folders_that_are_not_presets_name_what_is_missing(trained_classifier, t
     with pytest.raises(CheckpointError, match="no_vocabulary holds no vocabulary file "
                                               "\\(tokenizer.json alone is not read\\)"):
         kbc.from_preset(no_vocabulary)
+
+
+def test_trained_seq_length_is_a_task_models_own(tmp_path):
+    from keras_bert_core.checkpoints.presets import FORMAT, trained_seq_length
+
+    folders = {
+        "preset": ("preset.json", {"format": FORMAT, "format_version": FORMAT_VERSION,
+                                   "model_class": "BertClassifier", "seq_length": 48,
+                                   "lower_case": True}),
+        "finetune": ("config.json", {"command": "finetune", "task": {"seq_length": 64},
+                                     "arguments": {"seq_length": 64}}),
+        "pretrain": ("config.json", {"command": "pretrain", "arguments": {"seq_length": 512}}),
+        "hugging_face": ("config.json", {"model_type": "bert", "hidden_size": 384}),
+    }
+    for name, (file, contents) in folders.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / file).write_text(json.dumps(contents))
+    assert {name: trained_seq_length(tmp_path / name) for name in folders} == {
+        "preset": 48, "finetune": 64, "pretrain": None, "hugging_face": None}
