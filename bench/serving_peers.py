@@ -254,7 +254,6 @@ def engines(folder, directory):
     """`{engine: embed(list of texts) -> [n, 384] array}`, every engine loaded, and the
     steps of one text through the SavedModel and ONNX Runtime fp32 (tokenizer, model)."""
     import numpy as np
-    import onnxruntime
     import tensorflow as tf
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from tensorflow_text import tflite_registrar
@@ -268,16 +267,7 @@ def engines(folder, directory):
     parts["HF tokenizers encode"] = (lambda text: [text], tokenizer.encode_batch)
 
     def onnx_runtime(path, parts=None):
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        options.inter_op_num_threads = 1
-        # By default ONNX Runtime's idle intra-op threads spin-wait for work; in a process
-        # shared with the other engines they took a core from each engine's calls (TFLite
-        # float32 used half as much CPU again beside them). Off: each call uses its own
-        # engine's threads only, as each engine has its own process when deployed.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = onnxruntime.InferenceSession(path, options,
-                                               providers=["CPUExecutionProvider"])
+        session = onnx_session(path)
 
         def embed(texts):
             encoded = tokenizer.encode_batch(texts)
@@ -327,17 +317,39 @@ def engines(folder, directory):
     return found, parts
 
 
+def onnx_session(path):
+    """An ONNX Runtime CPU session with THREADS threads within an op and 1 across ops."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    options.inter_op_num_threads = 1
+    # By default ONNX Runtime's idle intra-op threads spin-wait for work; in a process
+    # shared with the other engines they took a core from each engine's calls (TFLite
+    # float32 used half as much CPU again beside them). Off: each call uses its own
+    # engine's threads only, as each engine has its own process when deployed.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def session_config():
+    """TF1 Session threads as TF Serving's model server is set here: THREADS within an op,
+    1 across ops."""
+    import tensorflow as tf
+
+    return tf.compat.v1.ConfigProto(intra_op_parallelism_threads=THREADS,
+                                    inter_op_parallelism_threads=1)
+
+
 def session_runner(path):
     """The SavedModel's `serving_default` as TF Serving's model server runs it: the graph
     loaded into a TF1 `Session` (functions inlined), one `Session.run` per request."""
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    config = tf1.ConfigProto(intra_op_parallelism_threads=THREADS,
-                             inter_op_parallelism_threads=1)
     graph = tf.Graph()
     with graph.as_default():
-        session = tf1.Session(graph=graph, config=config)
+        session = tf1.Session(graph=graph, config=session_config())
         signature = tf1.saved_model.loader.load(session, ["serve"], path).signature_def[
             "serving_default"]
     text = signature.inputs["text"].name
