@@ -144,11 +144,11 @@ def answers(args):
     """The answers, one JSON-ready dict per input example."""
     export = args.model.endswith(".tflite") or os.path.isfile(
         os.path.join(args.model, "saved_model.pb"))
-    if export and data_settings(args):
-        given = ", ".join("--" + name.replace("_", "-") for name in data_settings(args))
+    run_options = data_settings(args)
+    if export and run_options:
+        given = ", ".join("--" + name.replace("_", "-") for name in run_options)
         raise UserError(f"{given}: {args.model} is an export, which reads its inputs and "
-                        "answers as it was exported; these options are for a run (pass "
-                        "them to kbc export)")
+                        "answers as it was exported; these options are for a run")
     if args.model.endswith(".tflite"):
         return _tflite_answers(args.model, args.input)
     if export:

@@ -7,6 +7,8 @@ take a server's memory for minutes.
 
 import tensorflow as tf
 
+from keras_bert_core.text.string_batches import check_max_text_bytes
+
 # A few times the batch that CPU serving gains from; TF Serving's batching file
 # (export/batching.config) merges requests up to the same size.
 MAX_BATCH_SIZE = 128
@@ -26,12 +28,11 @@ def check_limits(max_batch_size, max_text_bytes):
     ...
     ValueError: max_batch_size must be a positive integer or None, got 0
     """
-    for name, value, least in (("max_batch_size", max_batch_size, 1),
-                               ("max_text_bytes", max_text_bytes, 4)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                  or value < least):
-            kind = "a positive integer" if least == 1 else f"an integer of at least {least}"
-            raise ValueError(f"{name} must be {kind} or None, got {value!r}")
+    if max_batch_size is not None and (not isinstance(max_batch_size, int) or isinstance(
+            max_batch_size, bool) or max_batch_size < 1):
+        raise ValueError(f"max_batch_size must be a positive integer or None, got "
+                         f"{max_batch_size!r}")
+    check_max_text_bytes(max_text_bytes)
 
 
 def limit_batch(inputs, max_batch_size):

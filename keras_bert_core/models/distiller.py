@@ -327,15 +327,14 @@ class Distiller(keras.Model):
         `BertAdamW` at the student's default learning rate, the student's metrics, weighted
         by `sample_weight` (so examples of weight 0, unlabeled, do not count)."""
         defaults = self.student.default_compile_args()
-        if isinstance(optimizer, str) and optimizer == "auto":
+        if _is_auto(optimizer):
             optimizer = BertAdamW(learning_rate=self.student.default_learning_rate)
-        if isinstance(metrics, str) and metrics == "auto":
+        if _is_auto(weighted_metrics):
+            weighted_metrics = defaults.get("weighted_metrics") if _is_auto(metrics) else None
+        if _is_auto(metrics):
             # All weighted: a 0 weight marks an unlabeled example, whose label is a stand-in.
-            metrics, weighted_metrics = None, _merged_metrics(
-                defaults["metrics"], defaults.get("weighted_metrics"),
-                None if isinstance(weighted_metrics, str) else weighted_metrics)
-        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
-            weighted_metrics = None
+            metrics, weighted_metrics = None, _merged_metrics(defaults["metrics"],
+                                                              weighted_metrics)
         kwargs.pop("loss", None)
         super().compile(optimizer=optimizer, metrics=metrics, weighted_metrics=weighted_metrics,
                         **kwargs)
@@ -523,6 +522,10 @@ class Distiller(keras.Model):
         teacher = config.pop("teacher")
         return cls(None if teacher is None else keras.saving.deserialize_keras_object(teacher),
                    keras.saving.deserialize_keras_object(config.pop("student")), **config)
+
+
+def _is_auto(argument):
+    return isinstance(argument, str) and argument == "auto"
 
 
 def _merged_metrics(*groups):
