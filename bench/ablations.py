@@ -3,7 +3,7 @@
     python bench/ablations.py --task pretrain --preset mini --batch 32
 
 Each variant is `train_step.py`'s `ours` step with one change, prototyped here (library
-code is untouched; the fusions are switched off through `keras_bert_core.layers.fused.fusion`).
+code is untouched; the fusions are switched off through `keras_bert_core.layers.fusion.fusion`).
 All variants are built and warmed up first, then timed round robin, one step each in turn,
 so that the machine's changing load reaches them alike:
 
@@ -21,7 +21,7 @@ so that the machine's changing load reaches them alike:
   package's `BertAdamW`, which does the same update with TensorFlow's fused
   `ResourceApplyAdam` kernel (one pass over each variable and its two moments);
 - `unfused`: GELU and LayerNorm as TensorFlow's chains of element-wise ops in training too,
-  instead of the package's one XLA kernel each way (`keras_bert_core/layers/fused.py`);
+  instead of the package's one XLA kernel each way (`keras_bert_core/layers/fusion.py`);
 - `keras_dense`: Keras's `Dense` on `[batch, seq, width]` (through `tensordot`, whose
   reshapes keep grappler from fusing MatMul + bias) instead of the package's `FlatDense`,
   which flattens the leading axes around its matmul and bias;
@@ -88,7 +88,7 @@ def variants(task, peers):
     built lazily."""
     import keras
 
-    from keras_bert_core.layers.fused import fusion
+    from keras_bert_core.layers.fusion import fusion
 
     def argmax_accuracy():
         return {"weighted_metrics": {

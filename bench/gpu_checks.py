@@ -53,7 +53,8 @@ def main():
 
     import keras_bert_core as kbc
     from keras_bert_core.models.classifier import BertClassifier
-    from keras_bert_core.training import create_optimizer, distribution_strategy
+    from keras_bert_core.optimizers import create_optimizer
+    from keras_bert_core.training import distribution_strategy
 
     config = kbc.BertConfig.preset("mini", dropout=0.0, attention_dropout=0.0)
     rng = np.random.default_rng(0)

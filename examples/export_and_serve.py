@@ -26,8 +26,8 @@ import tensorflow as tf
 import keras_bert_core as kbc
 from keras_bert_core.export import export_saved_model
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.optimizers import create_optimizer
 from keras_bert_core.text import BertPreprocessor
-from keras_bert_core.training import create_optimizer
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "film", "plot", "was",
          "great", "good", "superb", "bad", "awful", "dull", "."]

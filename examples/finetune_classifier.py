@@ -19,6 +19,7 @@ import tempfile
 
 import keras_bert_core as kbc
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.optimizers import create_optimizer
 from keras_bert_core.tasks.classification import (
     answers,
     classification_dataset,
@@ -26,7 +27,6 @@ from keras_bert_core.tasks.classification import (
 )
 from keras_bert_core.text import BertPreprocessor
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
-from keras_bert_core.training import create_optimizer
 
 GOOD = ["great", "wonderful", "superb", "lovely", "brilliant"]
 BAD = ["awful", "boring", "dreadful", "dull", "terrible"]

@@ -16,9 +16,9 @@ import numpy as np
 from _setup import encoder_and_vocab  # examples/_setup.py
 
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
+from keras_bert_core.optimizers import create_optimizer
 from keras_bert_core.tasks.multiple_choice import load_multiple_choice, multiple_choice_dataset
 from keras_bert_core.text import BertPreprocessor
-from keras_bert_core.training import create_optimizer
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "text" / "data" / "tasks"
 

@@ -21,10 +21,11 @@ from keras_bert_core.cli.demo_corpus import (
     write_pretraining_corpus,
 )
 from keras_bert_core.models.pretrainer import BertPretrainer
+from keras_bert_core.optimizers import create_optimizer
 from keras_bert_core.text import BertTokenizer
 from keras_bert_core.text.pretraining_data import pretraining_dataset
 from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
-from keras_bert_core.training import create_optimizer, fit_resumable, training_callbacks
+from keras_bert_core.training import fit_resumable, training_callbacks
 
 
 def main():

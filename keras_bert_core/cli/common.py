@@ -19,7 +19,7 @@ CONFIG_FILE = "config.json"
 MODEL_FILE = "model.keras"
 VOCAB_FILE = "vocab.txt"
 
-# `--optimizer` and `--strategy` choices: `training.optimizers.create_optimizer`'s and
+# `--optimizer` and `--strategy` choices: `optimizers.create_optimizer`'s and
 # `training.distribution.STRATEGIES` (not imported here: both modules load TensorFlow, and
 # `kbc --help` must answer without it; tests/cli/test_training_flags.py checks they agree).
 OPTIMIZERS = ("adamw", "lamb")
@@ -545,7 +545,7 @@ def compile_for_training(model, options, num_train_steps):
     `num_train_steps` counts batches; with `--accumulation-steps N` every N batches make one
     update, and the schedule warms up and decays over the updates (a last incomplete group
     of batches is left out of the schedule: its update never happens)."""
-    from keras_bert_core.training import create_optimizer
+    from keras_bert_core.optimizers import create_optimizer
 
     accumulation = options.accumulation_steps
     updates = num_train_steps // accumulation

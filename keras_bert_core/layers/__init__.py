@@ -1,10 +1,10 @@
-"""Keras layers of BERT, in `keras.ops`; only the training-time XLA fusion of `fused` (GELU,
+"""Keras layers of BERT, in `keras.ops`; only the training-time XLA fusion of `fusion` (GELU,
 LayerNorm) uses TensorFlow, when Keras runs on it."""
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention, attention_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
-from keras_bert_core.layers.fused import LayerNorm
 from keras_bert_core.layers.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
+from keras_bert_core.layers.layer_norm import LayerNorm
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 __all__ = [

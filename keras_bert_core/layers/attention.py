@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert_core.layers.fused import FlatDense
+from keras_bert_core.layers.flat_dense import FlatDense
 
 # Added to the scores of masked keys; large but finite, so fully masked rows stay NaN-free.
 MASK_PENALTY = -1e9

@@ -5,7 +5,8 @@ import math
 import keras
 from keras import ops
 
-from keras_bert_core.layers.fused import FlatDense, LayerNorm
+from keras_bert_core.layers.flat_dense import FlatDense
+from keras_bert_core.layers.layer_norm import LayerNorm
 
 
 def _truncated_normal(stddev):

@@ -7,8 +7,10 @@ computed at full precision.
 import keras
 from keras import ops
 
+from keras_bert_core.layers.activations import ACTIVATIONS, activate
 from keras_bert_core.layers.attention import MASK_PENALTY
-from keras_bert_core.layers.fused import ACTIVATIONS, FlatDense, LayerNorm, activate
+from keras_bert_core.layers.flat_dense import FlatDense
+from keras_bert_core.layers.layer_norm import LayerNorm
 
 
 def _truncated_normal(stddev):

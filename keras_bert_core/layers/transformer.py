@@ -3,8 +3,10 @@
 import keras
 from keras import ops
 
+from keras_bert_core.layers.activations import ACTIVATIONS, activate
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
-from keras_bert_core.layers.fused import ACTIVATIONS, FlatDense, LayerNorm, activate
+from keras_bert_core.layers.flat_dense import FlatDense
+from keras_bert_core.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")

@@ -33,7 +33,7 @@ from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.pretrainer import BertPretrainer
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
-from keras_bert_core.training.optimizers import BertAdamW  # compile("auto")'s default
+from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
 
 # The kinds of model a distiller takes, and what must match between teacher and student.
 KINDS = {BertClassifier: "num_classes", BertSpanLabeler: None,

@@ -5,7 +5,7 @@ import keras
 from keras_bert_core.config import BertConfig
 from keras_bert_core.layers.attention import attention_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
-from keras_bert_core.layers.fused import LayerNorm
+from keras_bert_core.layers.layer_norm import LayerNorm
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")

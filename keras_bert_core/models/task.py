@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.models.encoder import BertEncoder
-from keras_bert_core.training.optimizers import BertAdamW  # compile("auto")'s default
+from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
 
 
 class _CompileArgs:

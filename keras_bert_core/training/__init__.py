@@ -1,6 +1,14 @@
-"""Training: BERT's optimizers and schedule, distribution strategies, fault-tolerant callbacks."""
+"""Training: distribution strategies, fault-tolerant callbacks, and BERT's optimizers and schedule
+(which live in `keras_bert_core.optimizers`, below the models that compile with them)."""
 
 from keras_bert_core.errors import TrainingError
+from keras_bert_core.optimizers import (
+    NO_WEIGHT_DECAY,
+    BertAdamW,
+    BertLamb,
+    WarmupLinearDecay,
+    create_optimizer,
+)
 from keras_bert_core.training.callbacks import (
     MetricsLogger,
     StepBackup,
@@ -15,13 +23,6 @@ from keras_bert_core.training.distribution import (
     distribution_strategy,
     per_replica_batch_size,
     worker_role,
-)
-from keras_bert_core.training.optimizers import (
-    NO_WEIGHT_DECAY,
-    BertAdamW,
-    BertLamb,
-    WarmupLinearDecay,
-    create_optimizer,
 )
 
 __all__ = [

@@ -47,7 +47,8 @@ def saved_optimizer(run_dir):
 
 def test_the_choices_are_the_library_s():
     # common.py spells them out so that `kbc --help` loads no TensorFlow.
-    from keras_bert_core.training import distribution, optimizers
+    from keras_bert_core import optimizers
+    from keras_bert_core.training import distribution
 
     assert set(OPTIMIZERS) == set(optimizers._OPTIMIZERS)
     assert STRATEGIES == distribution.STRATEGIES

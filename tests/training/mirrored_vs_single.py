@@ -15,7 +15,8 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import numpy as np  # noqa: E402
 
 import keras_bert_core as kbc  # noqa: E402
-from keras_bert_core.training import create_optimizer, distribution_strategy  # noqa: E402
+from keras_bert_core.optimizers import create_optimizer  # noqa: E402
+from keras_bert_core.training import distribution_strategy  # noqa: E402
 from tests.training.toys import (  # noqa: E402
     tiny_config,
     toy_classifier,

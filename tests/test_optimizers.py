@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.training.optimizers import (
+from keras_bert_core.optimizers import (
     BertAdamW,
     BertLamb,
     WarmupLinearDecay,

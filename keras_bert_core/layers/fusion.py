@@ -1,0 +1,94 @@
+"""Training ops that fuse, and the switch that turns the fusions off.
+
+Without XLA, TensorFlow runs GELU and LayerNorm as chains of element-wise kernels (the tanh
+GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]` values
+(bench/ablations.py's `unfused` variant shows their share of a training step). While training,
+each becomes one XLA kernel forward and one backward that recomputes the forward inside
+itself instead of keeping its intermediates (the matmuls around them stay TensorFlow's).
+Inference, export and other backends run the plain ops, so SavedModels and TFLite files hold
+no XLA-only functions. Results equal the plain ops' to float rounding. `fusion` turns either
+kind off, to measure what it gains (bench/ablations.py) or to check it changes no result.
+"""
+
+import contextlib
+
+import keras
+
+# The fusions that layers use when called (or traced): all, except while `fusion` says not.
+_ENABLED = {"elementwise": True, "dense": True}
+
+
+@contextlib.contextmanager
+def fusion(elementwise=True, dense=True):
+    """Switches the layers' fusions for the layers called, or traced, while it is held.
+
+    A traced step keeps the ops it was traced with, so hold it while a model's step is
+    traced (its first `fit`, `train_on_batch` or `tf.function` call). Results are the same
+    either way, to float rounding; only the ops that compute them differ.
+
+    Args:
+        elementwise: GELU and `LayerNorm` as one XLA kernel each way while training; `False`
+            leaves them TensorFlow's chains of element-wise ops.
+        dense: `FlatDense` flattens the leading axes so that its matmul and bias fuse; `False`
+            runs `keras.layers.Dense.call` on the input as it is.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert_core.layers.activations import activate
+    >>> x = np.array([[-1.0, 0.5, 2.0]], "float32")
+    >>> with fusion(elementwise=False):
+    ...     plain = activate("gelu", x, training=True)
+    >>> np.allclose(plain, activate("gelu", x, training=True), atol=1e-6)
+    True
+    """
+    previous = dict(_ENABLED)
+    _ENABLED.update(elementwise=elementwise, dense=dense)
+    try:
+        yield
+    finally:
+        _ENABLED.update(previous)
+
+
+def fuses_elementwise(training):
+    """Whether a call with this `training` runs its element-wise chains as XLA kernels."""
+    return (training is True and _ENABLED["elementwise"]
+            and keras.backend.backend() == "tensorflow")
+
+
+def fuses_dense():
+    """Whether `FlatDense` flattens its input so that matmul and bias fuse."""
+    return _ENABLED["dense"]
+
+
+def xla_fused(fn):
+    """`fn` (tensors in, one tensor out) as one XLA kernel forward and one backward.
+
+    The backward kernel recomputes `fn` and differentiates it, so nothing but the inputs is
+    kept between the passes. TensorFlow backend only.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> square = xla_fused(lambda x: x * x)
+    >>> x = tf.constant([1.0, 3.0])
+    >>> with tf.GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = square(x)
+    >>> y.numpy().tolist(), tape.gradient(y, x).numpy().tolist()
+    ([1.0, 9.0], [2.0, 6.0])
+    """
+    import tensorflow as tf
+
+    forward = tf.function(fn, jit_compile=True, autograph=False)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def backward(upstream, *args):
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            outputs = fn(*args)
+        return tape.gradient(outputs, args, output_gradients=upstream)
+
+    @tf.custom_gradient
+    def fused(*args):
+        return forward(*args), lambda upstream: backward(upstream, *args)
+
+    return fused
