@@ -23,7 +23,6 @@ KNOWN_CYCLES = {
                "keras_bert_core.tasks.question_answering", "keras_bert_core.tasks.serving",
                "keras_bert_core.tasks.token_classification"}),
     frozenset({"keras_bert_core.checkpoints.loader", "keras_bert_core.checkpoints.presets"}),
-    frozenset({"keras_bert_core/models", "keras_bert_core/training"}),
     frozenset({"keras_bert_core.cli", "keras_bert_core.cli.common"}),
 }
 KNOWN_LONG_MODULES = {
@@ -44,9 +43,9 @@ KNOWN_PRIVATE_NAMES = {
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "_SentencepieceModelResource"),
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "_model"),
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "_model_resource"),
-    ("keras_bert_core/training/optimizers.py", "_get_variable_index"),
-    ("keras_bert_core/training/optimizers.py", "_momentums"),
-    ("keras_bert_core/training/optimizers.py", "_velocities"),
+    ("keras_bert_core/optimizers.py", "_get_variable_index"),
+    ("keras_bert_core/optimizers.py", "_momentums"),
+    ("keras_bert_core/optimizers.py", "_velocities"),
     ("keras_bert_core/training/callbacks.py", "_iterations"),
     ("keras_bert_core/export/op_allowlists.py", "tensorflow.lite.python"),
     ("keras_bert_core/export/tflite.py", "tensorflow.lite.python"),
