@@ -72,7 +72,7 @@ from keras_bert_core.cli.demo_corpus import (  # noqa: E402
     topic_examples,
     topic_of,
 )
-from keras_bert_core.models.distiller import TEACHER_OUTPUTS  # noqa: E402
+from keras_bert_core.models.distillation import TEACHER_OUTPUTS  # noqa: E402
 
 RESULTS = BENCH / "results" / "distillation_task.json"
 ALTERNATIVE_LAYERS = [0, 5]

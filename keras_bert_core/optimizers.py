@@ -5,6 +5,8 @@ warmup + linear decay schedule, and `create_optimizer`, which puts them together
 import keras
 from keras import ops
 
+from keras_bert_core.keras_internals import adam_moments
+
 # Matched (as regular expressions) against a variable's short name: Keras 3 names LayerNorm
 # weights "gamma"/"beta" and biases "bias"; the TF1-style spellings cover converted models.
 NO_WEIGHT_DECAY = ("bias", "gamma", "beta", "layer_norm", "LayerNorm")
@@ -91,13 +93,13 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
 
         dtype = variable.dtype
         step = tf.cast(self.iterations + 1, dtype)
-        index = self._get_variable_index(variable)
+        momentum, velocity = adam_moments(self, variable)
         beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=self._momentums[index].handle,
-            v=self._velocities[index].handle, beta1_power=tf.pow(beta_1, step),
-            beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
-            beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
+            var=variable.handle, m=momentum.handle, v=velocity.handle,
+            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
+            epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
 
 

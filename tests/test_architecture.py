@@ -28,8 +28,6 @@ KNOWN_CYCLES = {
 KNOWN_LONG_MODULES = {
     "keras_bert_core/text/sentencepiece_tokenizer.py": 1133,
     "keras_bert_core/checkpoints/presets.py": 609,
-    "keras_bert_core/models/distiller.py": 596,
-    "keras_bert_core/models/lora.py": 594,
     "keras_bert_core/cli/common.py": 560,
     "keras_bert_core/cli/distill.py": 466,
     "keras_bert_core/tasks/question_answering.py": 460,
@@ -38,23 +36,14 @@ KNOWN_LONG_MODULES = {
     "keras_bert_core/text/bpe_tokenizer.py": 413,
 }
 KNOWN_PRIVATE_NAMES = {
-    ("keras_bert_core/text/vocabulary_assets.py", "keras.src.backend.common"),
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "tensorflow_text.python.ops"),
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "_SentencepieceModelResource"),
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "_model"),
     ("keras_bert_core/text/sentencepiece_tokenizer.py", "_model_resource"),
-    ("keras_bert_core/optimizers.py", "_get_variable_index"),
-    ("keras_bert_core/optimizers.py", "_momentums"),
-    ("keras_bert_core/optimizers.py", "_velocities"),
-    ("keras_bert_core/training/callbacks.py", "_iterations"),
     ("keras_bert_core/export/op_allowlists.py", "tensorflow.lite.python"),
     ("keras_bert_core/export/tflite.py", "tensorflow.lite.python"),
     ("keras_bert_core/export/tflite.py", "_experimental_custom_op_registerers"),
     ("keras_bert_core/export/tflite.py", "_experimental_calibrate_only"),
-    ("keras_bert_core/models/task.py", "_loss_tracker"),
-    ("keras_bert_core/models/distiller.py", "_loss_tracker"),
-    ("keras_bert_core/models/lora.py", "_flatten_layers"),
-    ("keras_bert_core/models/lora.py", "_kernel"),
 }
 
 # Module paths that are not a library's public API.

@@ -1,7 +1,7 @@
 """Functional Keras models built from `layers/`: the encoder and the task models."""
 
 from keras_bert_core.models.classifier import BertClassifier
-from keras_bert_core.models.distiller import (
+from keras_bert_core.models.distillation import (
     Distiller,
     check_vocabularies,
     distillation_kl,

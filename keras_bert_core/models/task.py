@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_core.keras_internals import loss_tracker
 from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
 
@@ -309,10 +310,9 @@ class TaskModel(keras.Model):
         with tf.GradientTape() as tape:
             y_pred = self(x, training=True)
             loss = self.compute_loss(x, y, y_pred, sample_weight, training=True)
-            # Keras scales each replica's loss by 1 / replicas for the all-reduce sum and
-            # tracks the unscaled mean.
+            # Keras tracks the unscaled mean (each replica's loss is scaled by 1 / replicas).
             replicas = tf.distribute.get_strategy().num_replicas_in_sync
-            self._loss_tracker.update_state(
+            loss_tracker(self).update_state(
                 loss * replicas, sample_weight=tf.shape(tf.nest.flatten(x)[0])[0])
             loss = self.optimizer.scale_loss(loss)
         return y_pred, tape.gradient(loss, self.trainable_weights)

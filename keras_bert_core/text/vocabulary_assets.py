@@ -11,27 +11,13 @@ instead (`vocab.txt`; `vocab.json` and `merges.txt`; `spiece.model`; each with a
 copies, `.keras` files written before) the config holds the vocabulary inline, as before.
 """
 
+from keras_bert_core.keras_internals import writing_keras_file
 from keras_bert_core.text.vocabulary_files import (
     BYTE_PAIR,
     find_vocabulary,
     tokenizer_kind,
     write_vocabulary_files,
 )
-
-try:  # Keras sets these while it serializes a model for a `.keras` file (saving_lib).
-    from keras.src.backend.common import global_state as _keras_global_state
-except ImportError:  # another Keras layout: configs then keep their vocabulary inline
-    _keras_global_state = None
-
-
-def writing_keras_file():
-    """Whether Keras is writing a `.keras` file now (and configs are going into it).
-
-    Keras's `saving_lib` serializes the model inside its `ObjectSharingScope`, which it
-    enters only to write and to read `.keras` files (reading calls no `get_config`).
-    """
-    return (_keras_global_state is not None and _keras_global_state.get_global_attribute(
-        "shared_objects/id_to_config_map") is not None)
 
 
 class VocabularyAssets:

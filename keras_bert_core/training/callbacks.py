@@ -39,6 +39,7 @@ import keras
 from keras_bert_core.errors import TrainingError
 from keras_bert_core.extras import require
 from keras_bert_core.files import partial_path, remove
+from keras_bert_core.keras_internals import batch_counter
 from keras_bert_core.models.lora import add_lora_state, restore_lora_state
 from keras_bert_core.training.distribution import worker_role
 
@@ -145,10 +146,10 @@ class StepBackup(keras.callbacks.Callback):
 def _step(model):
     """Training steps (batches) so far. With gradient accumulation Keras's public
     `iterations` counts optimizer updates, one per `gradient_accumulation_steps` batches;
-    its `_iterations` counts every batch, which is where a resumed run must continue."""
+    `keras_internals.batch_counter` counts every batch, where a resumed run must continue."""
     optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)  # loss scaling
     # convert_to_numpy reads distributed (mirrored) variables too.
-    return int(keras.ops.convert_to_numpy(optimizer._iterations))
+    return int(keras.ops.convert_to_numpy(batch_counter(optimizer)))
 
 
 class MetricsLogger(keras.callbacks.Callback):

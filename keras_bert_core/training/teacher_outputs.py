@@ -14,7 +14,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.models.distiller import TEACHER_OUTPUTS
+from keras_bert_core.models.distillation import TEACHER_OUTPUTS
 
 RECORDS_FILE = "teacher_outputs.tfrecord"
 SPEC_FILE = "spec.json"

@@ -13,7 +13,11 @@ import pytest
 
 import keras_bert_core as kbc
 from keras_bert_core.checkpoints.keras_file import load_model
-from keras_bert_core.models.distiller import TEACHER_OUTPUTS, check_vocabularies, distillation_kl
+from keras_bert_core.models.distillation import (
+    TEACHER_OUTPUTS,
+    check_vocabularies,
+    distillation_kl,
+)
 from tests.training.toys import read_output, run_module
 
 VOCAB, SEQ = 40, 12

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert_core as kbc
-from keras_bert_core.text import vocabulary_assets
+from keras_bert_core import keras_internals
 from tests.helpers import global_dtype_policy
 from tests.training.toys import read_output, run_module
 
@@ -246,7 +246,7 @@ def test_keras_file_with_the_vocabulary_inline_still_loads(tmp_path, monkeypatch
     preprocessor = make_preprocessor()
     model, text, _ = classifier(preprocessor)
     with monkeypatch.context() as patch:
-        patch.setattr(vocabulary_assets, "_keras_global_state", None)
+        patch.setattr(keras_internals, "_keras_global_state", None)
         model.save(tmp_path / "with_assets.keras")
     with zipfile.ZipFile(tmp_path / "with_assets.keras") as source, \
             zipfile.ZipFile(tmp_path / "old.keras", "w") as old:

@@ -1,190 +1,31 @@
-"""Knowledge distillation: `Distiller` trains a student task model (or pretrainer) on a
-frozen teacher's soft targets with `fit`; `make_distilbert_student` makes a student of
-every other teacher layer, weights copied (DistilBERT's initialization).
-
-The loss, for a teacher and a student of the same kind:
-
-    alpha * hard + (1 - alpha) * soft + hidden_weight * hidden + attention_weight * attention
-
-- hard: the student's own default loss on the labels (its `compile` loss);
-- soft: KL(softmax(teacher / T) || softmax(student / T)) * T**2 over the classes, the
-  start and end positions, each token's tags, the choices or the masked-LM vocabulary (a
-  regression classifier: the mean squared difference to the teacher's scores);
-- hidden: MSE or cosine distance between the last layers' sequence outputs at real tokens,
-  the student's through a learned dense projection when the widths differ;
-- attention: MiniLM's last-layer attention transfer, KL between the teacher's and the
-  student's attention probabilities at real query tokens (head by head with equal head
-  counts, else averaged over the heads).
-
-Means over tokens divide by the count over all replicas, so a step under a `tf.distribute`
-strategy computes the same loss as on one device.
-"""
-
-import dataclasses
+"""`Distiller`: trains a student task model on a frozen teacher's outputs, with `fit`."""
 
 import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_core.keras_internals import loss_tracker
 from keras_bert_core.models.classifier import BertClassifier
-from keras_bert_core.models.encoder import INPUT_NAMES, BertEncoder
-from keras_bert_core.models.metrics import IGNORE_LABEL
-from keras_bert_core.models.multiple_choice import BertMultipleChoice
+from keras_bert_core.models.distillation.forward import forward
+from keras_bert_core.models.distillation.losses import (
+    HIDDEN_LOSSES,
+    attention_loss,
+    hidden_state_loss,
+    replicas,
+    soft_target_loss,
+)
+from keras_bert_core.models.distillation.pairs import check_pair
 from keras_bert_core.models.pretrainer import BertPretrainer
-from keras_bert_core.models.span_labeler import BertSpanLabeler
-from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
 
-# The kinds of model a distiller takes, and what must match between teacher and student.
-KINDS = {BertClassifier: "num_classes", BertSpanLabeler: None,
-         BertTokenClassifier: "num_classes", BertMultipleChoice: "num_choices",
-         BertPretrainer: None}
 # The key of an input batch holding the teacher's stored outputs (`load_teacher_outputs`).
 TEACHER_OUTPUTS = "teacher_outputs"
-HIDDEN_LOSSES = ("mse", "cosine")
-_EPSILON = 1e-12  # floor of probabilities under a log (masked keys have probability 0)
-
-
-def distillation_kl(teacher_logits, student_logits, temperature=1.0, axis=-1):
-    """KL(softmax(teacher / T) || softmax(student / T)) * T**2 along `axis`, per row.
-
-    The T**2 factor keeps the soft targets' gradients on the scale of the hard loss's
-    (Hinton et al.). float32 whatever the inputs' dtype.
-
-    Example:
-    >>> import numpy as np
-    >>> teacher = np.array([[2.0, 0.0, -1.0]], "float32")
-    >>> float(distillation_kl(teacher, teacher, temperature=2.0)[0])
-    0.0
-    >>> bool(distillation_kl(teacher, np.zeros((1, 3), "float32"), 2.0)[0] > 0)
-    True
-    """
-    temperature = float(temperature)
-    teacher = ops.cast(teacher_logits, "float32") / temperature
-    student = ops.cast(student_logits, "float32") / temperature
-    log_teacher = ops.log_softmax(teacher, axis=axis)
-    log_student = ops.log_softmax(student, axis=axis)
-    kl = ops.sum(ops.exp(log_teacher) * (log_teacher - log_student), axis=axis)
-    return kl * temperature**2
-
-
-def _kind(model, role):
-    for kind in KINDS:
-        if isinstance(model, kind):
-            return kind
-    names = ", ".join(kind.__name__ for kind in KINDS)
-    raise TypeError(f"the {role} must be a keras_bert_core task model ({names}), got "
-                    f"{type(model).__name__}")
-
-
-def check_vocabularies(teacher_vocabulary, student_vocabulary):
-    """Raises `ValueError` unless the two vocabularies are the same tokens in the same order
-    (a student must read the teacher's token ids). Each is a list of tokens or anything
-    with a `vocabulary` list (a `BertPreprocessor`).
-
-    Example:
-    >>> check_vocabularies(["[PAD]", "a"], ["[PAD]", "a"])
-    >>> check_vocabularies(["[PAD]", "a"], ["[PAD]", "b", "c"])
-    Traceback (most recent call last):
-    ...
-    ValueError: teacher and student vocabularies differ: the teacher's has 2 tokens, the \
-student's 3 (first difference at id 1: 'a' vs 'b'); a student must use the teacher's vocabulary
-    """
-    teacher = list(getattr(teacher_vocabulary, "vocabulary", teacher_vocabulary))
-    student = list(getattr(student_vocabulary, "vocabulary", student_vocabulary))
-    if teacher == student:
-        return
-    index = next((i for i, (a, b) in enumerate(zip(teacher, student, strict=False))
-                  if a != b),
-                 min(len(teacher), len(student)))
-    first = (f"first difference at id {index}: "
-             f"{teacher[index] if index < len(teacher) else None!r} vs "
-             f"{student[index] if index < len(student) else None!r}")
-    raise ValueError(f"teacher and student vocabularies differ: the teacher's has "
-                     f"{len(teacher)} tokens, the student's {len(student)} ({first}); a "
-                     "student must use the teacher's vocabulary")
-
-
-def _check_pair(teacher, student):
-    kind = _kind(student, "student")
-    if teacher is None:
-        return kind
-    if _kind(teacher, "teacher") is not kind:
-        raise TypeError(f"teacher and student must be the same kind of model: the teacher is "
-                        f"a {type(teacher).__name__}, the student a {kind.__name__}")
-    attribute = KINDS[kind]
-    if attribute and getattr(teacher, attribute) != getattr(student, attribute):
-        raise ValueError(f"teacher and student differ in {attribute}: "
-                         f"{getattr(teacher, attribute)} vs {getattr(student, attribute)}")
-    sizes = teacher.encoder.config.vocab_size, student.encoder.config.vocab_size
-    if sizes[0] != sizes[1]:
-        raise ValueError(f"teacher and student vocabularies differ: the teacher has vocab_size "
-                         f"{sizes[0]}, the student {sizes[1]}; a student must read the "
-                         "teacher's token ids (build it with the teacher's vocabulary)")
-    return kind
-
-
-def _forward(model, x, training, internals):
-    """`(outputs, internals)` of a task model: its outputs as `model(x)` gives them and, if
-    `internals`, the last layer's `sequence_output` at every position, its
-    `attention_probs` and the rows' `padding_mask` (multiple choice: one row per choice)."""
-    if not internals:
-        return model(x, training=training), None
-    if isinstance(model, BertMultipleChoice):
-        rows = {name: ops.concatenate(ops.unstack(x[name], axis=1), axis=0)
-                for name in INPUT_NAMES}
-    else:
-        rows = {name: x[name] for name in INPUT_NAMES}
-    encoded = model.encoder.encode(rows, training=training, return_attention=True)
-    sequence = encoded["sequence_output"]
-    config = model.encoder.config
-    # The heads as each task model's graph applies them (its last block computes only the
-    # positions it reads; here every position is computed, for the hidden-state losses).
-    if isinstance(model, BertClassifier):
-        features = (encoded["pooled_output"] if config.classifier_activation is None
-                    else sequence[:, 0, :])
-        outputs = model.head(features, training=training)
-    elif isinstance(model, BertMultipleChoice):
-        features = encoded["pooled_output"] if config.pooler else sequence[:, 0, :]
-        scores = model.head(features, training=training)
-        outputs = ops.transpose(ops.reshape(scores, (model.num_choices, -1)))
-    elif isinstance(model, BertSpanLabeler):
-        outputs = model.head(sequence, rows["padding_mask"])
-    elif isinstance(model, BertTokenClassifier):
-        outputs = model.head(sequence, training=training)
-    else:
-        outputs = {"mlm": model.masked_lm(sequence, x["masked_positions"], training=training)}
-        if model.next_sentence is not None:
-            outputs["nsp"] = model.next_sentence(encoded["pooled_output"], training=training)
-    return outputs, {"sequence_output": sequence, "attention_probs": encoded["attention_probs"],
-                     "padding_mask": rows["padding_mask"]}
-
-
-def _replicas():
-    return tf.distribute.get_strategy().num_replicas_in_sync
-
-
-def _sum_over_replicas(value):
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
-def _mean(values, weights=None):
-    """This replica's share of the mean over all replicas: its weighted sum divided by the
-    weight of every replica, times the replicas (the step divides each replica's loss by
-    them before the gradients are summed)."""
-    values = ops.cast(values, "float32")
-    weights = ops.ones_like(values) if weights is None else ops.cast(weights, "float32")
-    total = _sum_over_replicas(ops.sum(weights))
-    return ops.sum(values * weights) / ops.maximum(total, 1e-9) * _replicas()
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
 class Distiller(keras.Model):
-    """Trains `student` on a frozen `teacher`'s outputs, with `fit` (see the module docstring
-    for the loss).
+    """Trains `student` on a frozen `teacher`'s outputs, with `fit` (the loss:
+    `keras_bert_core.models.distillation`'s docstring).
 
     Teacher and student are task models of the same kind and outputs (`BertClassifier`
     with the same `num_classes`, regression included, `BertSpanLabeler`,
@@ -239,7 +80,7 @@ class Distiller(keras.Model):
 
     def __init__(self, teacher, student, temperature=2.0, alpha=0.5, hidden_weight=0.0,
                  hidden_loss="mse", attention_weight=0.0, **kwargs):
-        kind = _check_pair(teacher, student)
+        kind = check_pair(teacher, student)
         problems = []
         if not float(temperature) > 0:
             problems.append(f"temperature must be positive, got {temperature!r}")
@@ -367,7 +208,7 @@ class Distiller(keras.Model):
             raise ValueError("this Distiller has no teacher: every batch must carry the "
                              f"teacher's stored outputs under x[{TEACHER_OUTPUTS!r}] "
                              "(load_teacher_outputs)")
-        outputs, internals = _forward(self.teacher, x, False, self._needs_internals)
+        outputs, internals = forward(self.teacher, x, False, self._needs_internals)
         outputs = tf.nest.map_structure(tf.stop_gradient, outputs)
         if internals is not None:
             internals = tf.nest.map_structure(tf.stop_gradient, internals)
@@ -389,70 +230,26 @@ class Distiller(keras.Model):
         if self.alpha and y is not None:
             # The student's compiled loss, scaled by Keras for the replicas: undo that here.
             losses["hard_loss"] = self.student.compute_loss(
-                x, y, student, sample_weight, training=training) * _replicas()
+                x, y, student, sample_weight, training=training) * replicas()
             total += self.alpha * losses["hard_loss"]
         if self.alpha < 1:
-            losses["soft_loss"] = self._soft_loss(x, y, sample_weight, teacher, student)
+            losses["soft_loss"] = soft_target_loss(
+                self.kind, teacher, student, x, y, sample_weight, self.temperature,
+                regression=self.kind is BertClassifier and self.student.num_classes == 1)
             total += (1 - self.alpha) * losses["soft_loss"]
         if self.hidden_weight:
-            losses["hidden_loss"] = self._hidden_loss(teacher_internals, student_internals)
+            losses["hidden_loss"] = hidden_state_loss(teacher_internals, student_internals,
+                                                      self.hidden_loss, self.hidden_projection)
             total += self.hidden_weight * losses["hidden_loss"]
         if self.attention_weight:
-            losses["attention_loss"] = self._attention_loss(teacher_internals,
-                                                            student_internals)
+            losses["attention_loss"] = attention_loss(teacher_internals, student_internals)
             total += self.attention_weight * losses["attention_loss"]
         losses["loss"] = ops.cast(total, "float32")
         return losses
 
-    def _soft_loss(self, x, y, sample_weight, teacher, student):
-        kind, temperature = self.kind, self.temperature
-        if kind is BertClassifier and self.student.num_classes == 1:
-            return _mean(ops.mean(ops.square(ops.cast(student, "float32")
-                                             - ops.cast(teacher, "float32")), axis=-1))
-        if kind in (BertClassifier, BertMultipleChoice):
-            return _mean(distillation_kl(teacher, student, temperature))
-        if kind is BertSpanLabeler:
-            return 0.5 * (_mean(distillation_kl(teacher["start_logits"],
-                                                student["start_logits"], temperature))
-                          + _mean(distillation_kl(teacher["end_logits"],
-                                                  student["end_logits"], temperature)))
-        if kind is BertTokenClassifier:
-            weights = ops.cast(x["padding_mask"] > 0, "float32")
-            if y is not None:  # the tokens that carry a label: each word's first piece
-                weights = weights * ops.cast(ops.not_equal(y, IGNORE_LABEL), "float32")
-            return _mean(distillation_kl(teacher, student, temperature), weights)
-        # Pretrainer: the masked-LM predictions, without the slots that pad them.
-        weights = None
-        if isinstance(sample_weight, dict) and sample_weight.get("mlm") is not None:
-            weights = sample_weight["mlm"]
-        return _mean(distillation_kl(teacher["mlm"], student["mlm"], temperature), weights)
-
-    def _hidden_loss(self, teacher, student):
-        states = ops.cast(student["sequence_output"], "float32")
-        if self.hidden_projection is not None:
-            states = self.hidden_projection(states)
-        targets = ops.cast(teacher["sequence_output"], "float32")
-        if self.hidden_loss == "mse":
-            distance = ops.mean(ops.square(states - targets), axis=-1)
-        else:
-            norms = ops.sqrt(ops.sum(ops.square(states), -1) * ops.sum(ops.square(targets), -1))
-            distance = 1.0 - ops.sum(states * targets, -1) / ops.maximum(norms, _EPSILON)
-        return _mean(distance, student["padding_mask"] > 0)
-
-    def _attention_loss(self, teacher, student):
-        targets = ops.cast(teacher["attention_probs"], "float32")
-        probs = ops.cast(student["attention_probs"], "float32")
-        if targets.shape[1] != probs.shape[1]:  # head counts differ: compare head averages
-            targets = ops.mean(targets, axis=1, keepdims=True)
-            probs = ops.mean(probs, axis=1, keepdims=True)
-        kl = ops.sum(targets * (ops.log(ops.maximum(targets, _EPSILON))
-                                - ops.log(ops.maximum(probs, _EPSILON))), axis=-1)
-        queries = ops.cast(student["padding_mask"] > 0, "float32")[:, None, :]
-        return _mean(kl, queries * ops.ones_like(kl))
-
     def _step_outputs(self, x, y, sample_weight, student, losses):
         batch = ops.shape(tf.nest.flatten(x)[0])[0]
-        self._loss_tracker.update_state(losses["loss"], sample_weight=batch)
+        loss_tracker(self).update_state(losses["loss"], sample_weight=batch)
         for name in ("hard_loss", "soft_loss", "hidden_loss", "attention_loss"):
             tracker = getattr(self, f"{name}_tracker")
             if tracker is not None and name in losses:
@@ -464,12 +261,12 @@ class Distiller(keras.Model):
         x, stored = self._features(x)
         teacher, teacher_internals = self._teacher_outputs(x, stored)
         with tf.GradientTape() as tape:
-            student, student_internals = _forward(self.student, x, True, self._needs_internals)
+            student, student_internals = forward(self.student, x, True, self._needs_internals)
             losses = self.compute_distillation_losses(
                 x, y, sample_weight, teacher, student, teacher_internals, student_internals,
                 training=True)
             # Each replica's share: the gradients are summed over the replicas.
-            loss = self.optimizer.scale_loss(losses["loss"] / _replicas())
+            loss = self.optimizer.scale_loss(losses["loss"] / replicas())
         weights = self.trainable_weights
         gradients = tape.gradient(loss, weights)
         self.optimizer.apply_gradients(zip(gradients, weights, strict=True))
@@ -479,7 +276,7 @@ class Distiller(keras.Model):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         x, stored = self._features(x)
         teacher, teacher_internals = self._teacher_outputs(x, stored)
-        student, student_internals = _forward(self.student, x, False, self._needs_internals)
+        student, student_internals = forward(self.student, x, False, self._needs_internals)
         losses = self.compute_distillation_losses(
             x, y, sample_weight, teacher, student, teacher_internals, student_internals)
         return self._step_outputs(x, y, sample_weight, student, losses)
@@ -540,57 +337,3 @@ def _merged_metrics(*groups):
         for output, metrics in group.items():
             merged.setdefault(output, []).extend(metrics)
     return merged
-
-
-def make_distilbert_student(teacher, teacher_layers=None):
-    """A student of every other layer of the teacher's encoder, same width, with the
-    teacher's weights: embeddings, the chosen layers, pooler and heads copied (DistilBERT's
-    initialization; its authors took layers 0, 2, 4, 7, 9, 11 of BERT-base).
-
-    Args:
-        teacher: a task model or `BertPretrainer` (the student is the same kind, with the
-            same settings), or a `BertEncoder` (the student is an encoder).
-        teacher_layers: the teacher's layers to copy, in order; default every other one from
-            the first, `range(0, num_layers, 2)`.
-
-    Returns the student, built under the global dtype policy.
-
-    Example:
-    >>> import keras_bert_core as kbc
-    >>> teacher = kbc.BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
-    ...     "mini", vocab_size=100)), num_classes=3)
-    >>> student = make_distilbert_student(teacher)
-    >>> student.encoder.config.num_layers, student.num_classes
-    (2, 3)
-    """
-    encoder = teacher if isinstance(teacher, BertEncoder) else teacher.encoder
-    if not isinstance(teacher, BertEncoder):
-        _kind(teacher, "teacher")
-    config = encoder.config
-    if config.num_layer_groups is not None:
-        raise ValueError("the teacher's layers share weights (ALBERT's num_layer_groups): "
-                         "there are no separate layers to copy")
-    layers = (list(range(0, config.num_layers, 2)) if teacher_layers is None
-              else [int(index) for index in teacher_layers])
-    if not layers or any(not 0 <= i < config.num_layers for i in layers):
-        raise ValueError(f"teacher_layers must be indices of the teacher's "
-                         f"{config.num_layers} layers, got {teacher_layers!r}")
-    student_encoder = BertEncoder(dataclasses.replace(config, num_layers=len(layers)),
-                                  one_hot_embeddings=encoder.one_hot_embeddings,
-                                  remat=encoder.remat)
-    student_encoder.embeddings.set_weights(encoder.embeddings.get_weights())
-    for block, index in zip(student_encoder.blocks, layers, strict=True):
-        block.set_weights(encoder.blocks[index].get_weights())
-    for name in ("final_norm", "pooler"):
-        if getattr(encoder, name) is not None:
-            getattr(student_encoder, name).set_weights(getattr(encoder, name).get_weights())
-    if teacher is encoder:
-        return student_encoder
-    settings = {k: v for k, v in teacher.get_config().items()
-                if k not in ("encoder", "name", "trainable")}
-    student = type(teacher)(student_encoder, **settings)
-    if isinstance(teacher, BertPretrainer):
-        student.set_head_weights(teacher.get_head_weights())
-    else:
-        student.head.set_weights(teacher.head.get_weights())
-    return student

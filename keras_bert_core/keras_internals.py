@@ -1,0 +1,109 @@
+"""Every private Keras name the package uses, one function each, and why no public API serves.
+
+A Keras upgrade that moves one of them breaks here, by name (tests/test_keras_internals.py
+has a test per function), not somewhere deep in a user's run.
+"""
+
+try:  # Keras sets these while it serializes a model for a `.keras` file (saving_lib).
+    from keras.src.backend.common import global_state as _keras_global_state
+except ImportError:  # another Keras layout: configs then keep their vocabulary inline
+    _keras_global_state = None
+
+
+def _private(owner, name):
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        import keras
+
+        raise RuntimeError(
+            f"Keras {keras.__version__} has no {type(owner).__name__}.{name}, which "
+            "keras_bert_core needs (keras_bert_core/keras_internals.py); install the Keras "
+            "version the package names") from None
+
+
+def writing_keras_file():
+    """Whether Keras is writing a `.keras` file now (and configs are going into it).
+
+    Private: `keras.src.backend.common.global_state`. Keras's `saving_lib` serializes the
+    model inside its `ObjectSharingScope`, which it enters only to write and to read
+    `.keras` files (reading calls no `get_config`); no public API tells a `get_config` where
+    its config goes, and a tokenizer must leave its vocabulary out of a `.keras` file's
+    config (the file holds it as an asset) but keep it in any other.
+
+    Example:
+    >>> writing_keras_file()
+    False
+    """
+    return (_keras_global_state is not None and _keras_global_state.get_global_attribute(
+        "shared_objects/id_to_config_map") is not None)
+
+
+def loss_tracker(model):
+    """The `keras.metrics.Mean` that a compiled model's `fit` logs as `loss`.
+
+    Private: `Trainer._loss_tracker`. A train step of its own (the distiller's, a task
+    model's per-replica XLA step) must update the tracker Keras reports and resets; a
+    public metric of the model's own would be a second `loss` beside Keras's.
+
+    Example:
+    >>> import keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(loss="mse")
+    >>> loss_tracker(model).name
+    'loss'
+    """
+    return _private(model, "_loss_tracker")
+
+
+def sublayers(layer):
+    """Every layer inside `layer`, at any depth, each once (not `layer` itself).
+
+    Private: `Layer._flatten_layers`. Keras's public `Model.layers` lists only the top
+    level; Keras tracks the nested ones without a public way to walk them.
+
+    Example:
+    >>> import keras
+    >>> inner = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="a")])
+    >>> outer = keras.Sequential([keras.Input((2,)), inner, keras.layers.Dense(1, name="b")])
+    >>> sorted(layer.name for layer in sublayers(outer) if isinstance(layer, keras.layers.Dense))
+    ['a', 'b']
+    """
+    return list(_private(layer, "_flatten_layers")(include_self=False))
+
+
+def batch_counter(optimizer):
+    """The variable that counts every training batch an optimizer has seen.
+
+    Private: `BaseOptimizer._iterations`. The public `iterations` counts updates: with
+    `gradient_accumulation_steps=N` one per N batches, while a resumed run must continue at
+    the batch it stopped at.
+
+    Example:
+    >>> import keras
+    >>> optimizer = keras.optimizers.SGD(gradient_accumulation_steps=2)
+    >>> int(batch_counter(optimizer).numpy())
+    0
+    """
+    return _private(optimizer, "_iterations")
+
+
+def adam_moments(optimizer, variable):
+    """`(first moment, second moment)`: the slot variables an Adam optimizer keeps for
+    `variable`.
+
+    Private: `Adam._get_variable_index`, `_momentums`, `_velocities`. `BertAdamW` updates
+    them with TensorFlow's `ResourceApplyAdam` kernel in one pass; Keras offers its slots
+    only as the unlabelled `optimizer.variables` list.
+
+    Example:
+    >>> import keras
+    >>> weight = keras.Variable([1.0, 2.0])
+    >>> optimizer = keras.optimizers.Adam()
+    >>> optimizer.build([weight])
+    >>> [tuple(slot.shape) for slot in adam_moments(optimizer, weight)]
+    [(2,), (2,)]
+    """
+    index = _private(optimizer, "_get_variable_index")(variable)
+    return (_private(optimizer, "_momentums")[index],
+            _private(optimizer, "_velocities")[index])

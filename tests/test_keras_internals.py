@@ -1,0 +1,85 @@
+"""The private Keras names of `keras_bert_core.keras_internals`, one test each: a Keras upgrade
+that moves one fails here, with its name."""
+
+import keras
+import numpy as np
+
+from keras_bert_core import keras_internals
+
+
+def test_global_state_tells_when_a_keras_file_is_written(tmp_path):
+    name = "keras.src.backend.common.global_state"
+    assert keras_internals._keras_global_state is not None, f"{name} cannot be imported"
+    seen = []
+
+    class Recorder(keras.layers.Layer):
+        def get_config(self):
+            seen.append(keras_internals.writing_keras_file())
+            return super().get_config()
+
+    model = keras.Sequential([keras.Input((2,)), Recorder()])
+    model.get_config()
+    model.save(tmp_path / "model.keras")
+    assert seen[0] is False, f"{name} says a .keras file is written outside a save"
+    assert True in seen[1:], f"{name}: the shared-objects scope no longer marks a .keras save"
+    assert keras_internals.writing_keras_file() is False
+
+
+def test_loss_tracker_is_the_loss_that_fit_logs():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    tracker = keras_internals.loss_tracker(model)
+    assert isinstance(tracker, keras.metrics.Mean) and tracker.name == "loss", \
+        "Trainer._loss_tracker is no longer the Mean metric named 'loss'"
+    assert any(metric is tracker for metric in model.metrics), \
+        "Trainer._loss_tracker is not among the metrics fit reports"
+    model.fit(np.ones((4, 2)), np.zeros((4, 1)), verbose=0)
+    assert float(tracker.result()) > 0, "Trainer._loss_tracker no longer tracks fit's loss"
+
+
+def test_flatten_layers_walks_nested_layers():
+    inner = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, name="inner_dense")])
+    outer = keras.Sequential([keras.Input((2,)), inner, keras.layers.Dense(1, name="top")])
+    layers = keras_internals.sublayers(outer)
+    names = sorted(layer.name for layer in layers if isinstance(layer, keras.layers.Dense))
+    assert names == ["inner_dense", "top"] and any(layer is inner for layer in layers), \
+        f"Layer._flatten_layers no longer lists every nested layer: {names}"
+    assert not any(layer is outer for layer in layers)
+
+
+def test_iterations_counts_every_batch_under_gradient_accumulation():
+    weight = keras.Variable([1.0])
+    optimizer = keras.optimizers.SGD(gradient_accumulation_steps=2)
+    optimizer.build([weight])
+    for _ in range(3):
+        optimizer.apply([np.ones(1, "float32")], [weight])
+    counted = int(keras.ops.convert_to_numpy(keras_internals.batch_counter(optimizer)))
+    assert counted == 3, f"BaseOptimizer._iterations counted {counted} of 3 batches"
+    assert int(keras.ops.convert_to_numpy(optimizer.iterations)) == 1
+
+
+def test_adam_moments_are_the_slots_of_each_variable():
+    weights = [keras.Variable([1.0, 2.0]), keras.Variable([3.0])]
+    optimizer = keras.optimizers.Adam(beta_1=0.9, beta_2=0.999)
+    optimizer.build(weights)
+    optimizer.apply([np.array([1.0, -2.0], "float32"), np.array([4.0], "float32")], weights)
+    for weight, gradient in zip(weights, ([1.0, -2.0], [4.0]), strict=True):
+        momentum, velocity = keras_internals.adam_moments(optimizer, weight)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(momentum), 0.1 * np.array(gradient), rtol=1e-5,
+            err_msg="Adam._get_variable_index / _momentums no longer give the first moment")
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(velocity), 0.001 * np.square(gradient), rtol=1e-5,
+            err_msg="Adam._get_variable_index / _velocities no longer give the second moment")
+
+
+def test_a_moved_name_fails_with_its_name():
+    class Moved:
+        pass
+
+    try:
+        keras_internals.loss_tracker(Moved())
+    except RuntimeError as e:
+        assert "Moved._loss_tracker" in str(e) and "keras_internals.py" in str(e)
+    else:
+        raise AssertionError("a missing private name must raise")
