@@ -29,7 +29,6 @@ KNOWN_LONG_MODULES = {
     "keras_bert_core/text/sentencepiece_tokenizer.py": 1133,
     "keras_bert_core/checkpoints/presets.py": 609,
     "keras_bert_core/cli/common.py": 560,
-    "keras_bert_core/cli/distill.py": 466,
     "keras_bert_core/tasks/question_answering.py": 460,
     "keras_bert_core/models/task.py": 447,
     "keras_bert_core/cli/tasks.py": 435,

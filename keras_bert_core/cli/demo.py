@@ -35,13 +35,14 @@ from keras_bert_core.cli.common import (
     training_scope,
     training_strategy,
 )
+from keras_bert_core.cli.comparison import export_latency, median_ms
 from keras_bert_core.cli.demo_corpus import (
     TOPICS,
     read_docstrings,
     topic_examples,
     write_pretraining_corpus,
 )
-from keras_bert_core.cli.distill import distill, export_latency, median_ms
+from keras_bert_core.cli.distill import distill
 from keras_bert_core.cli.export import export, tflite_file
 from keras_bert_core.cli.finetune import finetune
 from keras_bert_core.cli.predict import load_tflite

@@ -9,9 +9,6 @@ model exported to a SavedModel and a `.tflite` file: their sizes and time per te
 """
 
 import os
-import statistics
-import tempfile
-import time
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.common import (
@@ -28,6 +25,7 @@ from keras_bert_core.cli.common import (
     training_scope,
     training_strategy,
 )
+from keras_bert_core.cli.comparison import compare, comparison_table
 from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned
 from keras_bert_core.config import PRESETS, BertConfig
@@ -37,9 +35,6 @@ FROM_TEACHER = "every-other-layer"
 COMPARISON_FILE = "comparison.json"
 # Tasks whose unlabeled data the teacher can label (SQuAD needs answer spans to make rows).
 UNLABELED_TASKS = ("classify", "pair", "ner", "choice")
-# Requests (one text, or pair, question...) timed one per call on each export.
-LATENCY_REQUESTS = 20
-EXPORT_FORMATS = ("saved_model", "tflite")
 
 
 def add_arguments(parser):
@@ -164,9 +159,12 @@ def _unlabeled_batches(task, path, preprocessor, batch_size, seed, labeled_spec)
     """`(batches, rows)` of the teacher-labeled texts: `(x, placeholder targets, weight 0)`,
     so that only the soft targets train on them."""
     import numpy as np
-    import tensorflow as tf
 
     from keras_bert_core.models.metrics import IGNORE_LABEL
+    from keras_bert_core.training.soft_target_batches import (
+        with_placeholder_targets,
+        with_weights,
+    )
 
     if task.name not in UNLABELED_TASKS:
         raise UserError(f"--unlabeled takes {', '.join(UNLABELED_TASKS)} data, not "
@@ -179,195 +177,28 @@ def _unlabeled_batches(task, path, preprocessor, batch_size, seed, labeled_spec)
         # The tokens the soft targets cover: each word's first piece, as labels mark them.
         features.labels = np.where(features.word_ids >= 0, 0, IGNORE_LABEL).astype(np.int32)
         dataset, rows = features.dataset(batch_size, True, seed=seed), len(features)
-        dataset = dataset.map(lambda x, y: (x, y, tf.zeros([batch_size], tf.float32)))
-    else:
-        dataset, rows = task.dataset(data, preprocessor, batch_size, training=True, seed=seed)
-        target = labeled_spec
-
-        def placeholder(x):
-            y = tf.zeros([batch_size, *target.shape[1:]], target.dtype)
-            return x, y, tf.zeros([batch_size], tf.float32)
-
-        dataset = dataset.map(placeholder)
-    return dataset, rows
+        return with_weights(dataset, batch_size, 0.0), rows
+    dataset, rows = task.dataset(data, preprocessor, batch_size, training=True, seed=seed)
+    return with_placeholder_targets(dataset, labeled_spec, batch_size), rows
 
 
 def _training_data(args, task, train, preprocessor):
     """`(batches, steps per epoch, rows)`: the labeled batches (weight 1) and, with
     `--unlabeled`, the teacher-labeled ones (weight 0), drawn in a seeded random order."""
-    import tensorflow as tf
+    from keras_bert_core.training.soft_target_batches import mixed_batches, with_weights
 
     labeled, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                  seed=args.seed)
     steps = full_batches(rows, args.batch_size)
     labeled_spec = labeled.element_spec[1]
-    labeled = labeled.map(lambda x, y: (x, y, tf.ones([args.batch_size], tf.float32)))
+    labeled = with_weights(labeled, args.batch_size, 1.0)
     if not args.unlabeled:
         return labeled, steps, rows
     unlabeled, unlabeled_rows = _unlabeled_batches(
         task, args.unlabeled, preprocessor, args.batch_size, args.seed, labeled_spec)
     unlabeled_steps = full_batches(unlabeled_rows, args.batch_size, "--unlabeled")
-    mixed = tf.data.Dataset.sample_from_datasets(
-        [labeled, unlabeled], weights=[float(steps), float(unlabeled_steps)], seed=args.seed,
-        stop_on_empty_dataset=False)
-    return mixed, steps + unlabeled_steps, rows + unlabeled_rows
-
-
-def median_ms(call, requests):
-    """Median milliseconds of `call(request)` over `requests`, after one warm-up call."""
-    call(requests[0])
-    times = []
-    for request in requests:
-        start = time.perf_counter()
-        call(request)
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
-def _keras_ms_per_text(model, task, data, preprocessor, repeats=10):
-    """Keras's median time for one text (after a first, traced call)."""
-    dataset, _ = task.dataset(data, preprocessor, 1)
-    batch = next(iter(dataset))
-    x = batch[0] if isinstance(batch, tuple) else batch
-    return median_ms(lambda _: model.predict_on_batch(x), [None] * repeats)
-
-
-def _weight_bytes(model):
-    import numpy as np
-
-    return int(sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights))
-
-
-def export_requests(task, data, count=LATENCY_REQUESTS):
-    """The first `count` examples of `data` as an export's inputs: dicts keyed by the
-    serving signature's text inputs (`kbc predict`'s JSON lines)."""
-    if task.name in ("classify", "pair"):
-        texts = data.texts[:count]
-        if data.pairs is None:
-            return [{"text": text} for text in texts]
-        return [{"text_a": a, "text_b": b} for a, b in zip(texts, data.pairs, strict=False)]
-    if task.name == "ner":
-        return [{"text": " ".join(words)} for words in data.sentences[:count]]
-    if task.name == "squad":
-        return [{"question": e.question, "context": e.context} for e in data[:count]]
-    return [{"text": question, "choices": list(choices)}
-            for question, choices in zip(data.questions[:count], data.choices, strict=False)]
-
-
-def _loaded_export(kind, path):
-    """A function answering one request dict from the export at `path`."""
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_bert_core.cli.predict import load_tflite
-    from keras_bert_core.export import load_saved_model
-
-    if kind == "saved_model":
-        serve = load_saved_model(path).signatures["serving_default"]
-        return lambda request: serve(**{k: tf.constant([v]) for k, v in request.items()})
-    runner, _ = load_tflite(path)
-    return lambda request: runner(**{k: np.array([v], dtype=object)
-                                     for k, v in request.items()})
-
-
-def export_latency(exports, requests):
-    """`{name: {format: ms}}`: the median milliseconds of one request per call of each
-    export in `exports` (`{name: {"saved_model" or "tflite": path}}`). The exports take
-    turns at each request, so a machine's load weighs on each alike."""
-    calls = {(name, kind): _loaded_export(kind, path)
-             for name, paths in exports.items() for kind, path in paths.items()}
-    times = {key: [] for key in calls}
-    for call in calls.values():
-        call(requests[0])  # traced, allocated
-    for request in requests:
-        for key, call in calls.items():
-            start = time.perf_counter()
-            call(request)
-            times[key].append(time.perf_counter() - start)
-    result = {name: {} for name in exports}
-    for (name, kind), values in times.items():
-        result[name][kind] = 1000 * statistics.median(values)
-    return result
-
-
-def _exports(models, task, preprocessor, folder):
-    """`({name: {format: path}}, {name: {format: bytes}}, {name: {format: why not}})`: each
-    model exported to a SavedModel and a float32 .tflite file under `folder`; a format
-    the model cannot take is left out with the exporter's reason."""
-    from keras_bert_core.cli import UserError
-    from keras_bert_core.cli.export import export, tflite_input_kind
-
-    paths, sizes, skipped = {}, {}, {}
-    for name, model in models.items():
-        paths[name], sizes[name] = {}, {}
-        for kind in EXPORT_FORMATS:
-            if kind == "tflite" and tflite_input_kind(preprocessor) == "ids":
-                skipped.setdefault(name, {})[kind] = ("the .tflite file takes token ids, not "
-                                                      "text (the app tokenizes)")
-                continue
-            output = os.path.join(folder, name)
-            try:
-                (path, size), = export(model, task, preprocessor, output,
-                                       formats=(kind,)).items()
-            except UserError as e:
-                skipped.setdefault(name, {})[kind] = str(e)
-                continue
-            paths[name][kind], sizes[name][kind] = str(path), size
-    return paths, sizes, skipped
-
-
-def compare(task, models, data, preprocessor, batch_size, exports=True):
-    """`{"teacher": {...}, "student": {...}}`: each model's task metrics, parameters, weight
-    bytes, `.keras` file bytes (a fine-tuned teacher's file also holds its optimizer's
-    state) and Keras's milliseconds per text. `models` maps the two names to `(model, its
-    .keras file)`. With `exports`, each model is also exported (to a scratch folder) as a
-    SavedModel and a float32 `.tflite` file: `export_bytes` and `export_ms_per_text` per
-    format, timed on the first requests of `data`, one per call, the four in turns."""
-    comparison = {name: {"metrics": task.evaluate(model, data, preprocessor, batch_size),
-                         "parameters": int(model.count_params()),
-                         "weight_bytes": _weight_bytes(model),
-                         "file_bytes": os.path.getsize(file),
-                         "keras_ms_per_text": _keras_ms_per_text(model, task, data,
-                                                                 preprocessor)}
-                  for name, (model, file) in models.items()}
-    if not exports:
-        return comparison
-    with tempfile.TemporaryDirectory() as folder:
-        paths, sizes, skipped = _exports({name: model for name, (model, _) in models.items()},
-                                         task, preprocessor, folder)
-        latency = export_latency(paths, export_requests(task, data))
-    for name, figures in comparison.items():
-        figures["export_bytes"] = sizes[name]
-        figures["export_ms_per_text"] = latency[name]
-        if name in skipped:
-            figures["exports_skipped"] = skipped[name]
-    return comparison
-
-
-def comparison_table(comparison):
-    """The comparison as lines of text: a row per figure, a column per model."""
-    teacher, student = comparison["teacher"], comparison["student"]
-    rows = [(name, teacher["metrics"][name], student["metrics"].get(name))
-            for name in teacher["metrics"] if isinstance(teacher["metrics"][name], float)]
-    rows += [("parameters", teacher["parameters"], student["parameters"]),
-             ("weight bytes", teacher["weight_bytes"], student["weight_bytes"]),
-             ("model.keras bytes", teacher["file_bytes"], student["file_bytes"]),
-             ("Keras ms per text", teacher["keras_ms_per_text"],
-              student["keras_ms_per_text"])]
-    for kind, title in (("saved_model", "SavedModel"), ("tflite", "TFLite")):
-        if kind in teacher.get("export_bytes", {}) and kind in student["export_bytes"]:
-            rows += [(f"{title} bytes", teacher["export_bytes"][kind],
-                      student["export_bytes"][kind]),
-                     (f"{title} ms per text", teacher["export_ms_per_text"][kind],
-                      student["export_ms_per_text"][kind])]
-
-    def shown(value):
-        return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
-
-    width = max(len(name) for name, _, _ in rows)
-    lines = [f"{'':{width}}  {'teacher':>14}  {'student':>14}"]
-    lines += [f"{name:{width}}  {shown(a):>14}  {shown(b):>14}" for name, a, b in rows]
-    return lines
+    return (mixed_batches(labeled, unlabeled, steps, unlabeled_steps, seed=args.seed),
+            steps + unlabeled_steps, rows + unlabeled_rows)
 
 
 def distill(run, task, distiller, dataset, epochs, steps_per_epoch, validation=None,

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import keras_bert_core as kbc_package
-from keras_bert_core.cli.distill import export_requests
+from keras_bert_core.cli.comparison import export_requests
 from keras_bert_core.cli.run_dir import RunDirectory
 from keras_bert_core.cli.tasks import TASKS
 from keras_bert_core.training import completed_steps
