@@ -2,6 +2,7 @@
 made once per session and reused by the tests that read, export or continue them."""
 
 import dataclasses
+import io
 import json
 import os
 import pathlib
@@ -27,28 +28,46 @@ class Result:
 
 
 def assert_one_line_error(result, *fragments):
-    """A `kbc` subprocess ended with exit 2 and one error line holding every fragment."""
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    errors = [line for line in result.stderr.splitlines() if "error: " in line]
-    assert len(errors) == 1, result.stderr[-3000:]
+    """`kbc` (a subprocess, or a `Result` of the `kbc` fixture) ended with exit 2 and one
+    error line holding every fragment."""
+    code, stderr = ((result.code, result.err) if isinstance(result, Result)
+                    else (result.returncode, result.stderr))
+    assert code == 2, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if "error: " in line]
+    assert len(errors) == 1, stderr[-3000:]
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
 
 
-@pytest.fixture
-def kbc(capsys):
-    """Runs `kbc ARGS...` in this process; returns its exit code, stdout and stderr."""
-
-    def run(*argv):
+def _in_process(capture, monkeypatch):
+    def run(*argv, cwd=None, stdin=None):
         # `kbc` sets TensorFlow's environment variables for the process it starts; here that
         # is the test session, whose later subprocesses must not inherit them.
-        with mock.patch.dict(os.environ):
+        with mock.patch.dict(os.environ), monkeypatch.context() as patch:
+            if cwd is not None:
+                patch.chdir(cwd)
+            if stdin is not None:
+                patch.setattr("sys.stdin", io.StringIO(stdin))
             code = main([str(arg) for arg in argv])
-        out, err = capsys.readouterr()
+        out, err = capture.readouterr()
         return Result(code, out, err)
 
     return run
+
+
+@pytest.fixture
+def kbc(capsys, monkeypatch):
+    """Runs `kbc ARGS...` in this process (in folder `cwd=`, reading `stdin=` text if
+    given); returns its exit code, stdout and stderr."""
+    return _in_process(capsys, monkeypatch)
+
+
+@pytest.fixture
+def kbc_fd(capfd, monkeypatch):
+    """`kbc` that captures at the file descriptors: TensorFlow's C++ log too, which writes
+    past `sys.stderr`."""
+    return _in_process(capfd, monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -197,27 +195,21 @@ def test_pretrained_albert_run_finetunes_with_its_own_sentencepiece_model(
         pretrain_dir / "spiece.model").read_bytes()
 
 
-def run_kbc(*argv, cwd):
-    return subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-
-
-def test_a_vocabulary_of_another_kind_than_the_checkpoints_is_one_line(marked_reviews,
+def test_a_vocabulary_of_another_kind_than_the_checkpoints_is_one_line(kbc, marked_reviews,
                                                                        tmp_path):
     vocab = os.path.join(family("distilbert"), "vocab.txt")
-    result = run_kbc("finetune", "--task", "classify", "--train", marked_reviews,
-                     "--checkpoint", family("roberta"), "--vocab", vocab,
-                     "--run-dir", tmp_path / "run", cwd=tmp_path)
+    result = kbc("finetune", "--task", "classify", "--train", marked_reviews,
+                 "--checkpoint", family("roberta"), "--vocab", vocab,
+                 "--run-dir", tmp_path / "run", cwd=tmp_path)
     assert_one_line_error(result, vocab, "wordpiece", "byte_pair", "leave out --vocab")
     assert not (tmp_path / "run").exists()
 
 
-def test_a_pair_task_on_distilbert_is_one_line(corpus, tiny_sizes, tmp_path):
-    result = run_kbc("pretrain", corpus, "--vocab", family("distilbert"),
-                     "--preset", "distilbert_base", "--config", tiny_sizes["distilbert"],
-                     "--pair-task", "sentence_order", "--run-dir", tmp_path / "run",
-                     cwd=tmp_path)
+def test_a_pair_task_on_distilbert_is_one_line(kbc, corpus, tiny_sizes, tmp_path):
+    result = kbc("pretrain", corpus, "--vocab", family("distilbert"),
+                 "--preset", "distilbert_base", "--config", tiny_sizes["distilbert"],
+                 "--pair-task", "sentence_order", "--run-dir", tmp_path / "run",
+                 cwd=tmp_path)
     assert_one_line_error(result, "--pair-task sentence_order", "pooler", "distilbert",
                           "--pair-task none")
     assert not (tmp_path / "run").exists()

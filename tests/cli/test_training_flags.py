@@ -1,8 +1,10 @@
-"""The training flags of `kbc` as a user meets them, `kbc` in a process of its own:
-`--optimizer`, `--accumulation-steps`, `--strategy`'s choices, `kbc pretrain --pack` and
-`--write-tfrecords`, SQuAD 2.0's best null-score threshold in `kbc evaluate` and
-`--null-score-threshold` in predict and export, `--quiet` and `--tf-logs`; a resumed run
-keeps its choices, and bad combinations end with one line."""
+"""The training flags of `kbc` as a user meets them: `--optimizer`, `--accumulation-steps`,
+`--strategy`'s choices, `kbc pretrain --pack` and `--write-tfrecords`, SQuAD 2.0's best
+null-score threshold in `kbc evaluate` and `--null-score-threshold` in predict and export,
+`--quiet` and `--tf-logs`; a resumed run keeps its choices, and bad combinations end with one
+line. The first command of a run, `--quiet`'s and `--tf-logs`' checks and the parser's refusals
+run `kbc` in a process of its own (TensorFlow's start-up log shows only there); the commands
+that follow them run in this process."""
 
 import json
 import os
@@ -74,9 +76,9 @@ def test_bad_training_flags_are_refused_by_the_parser(argv, fragment, corpus):
     assert_one_line_error(result, fragment)
 
 
-def test_accumulation_is_refused_under_mirrored_strategies(corpus, tmp_path):
+def test_accumulation_is_refused_under_mirrored_strategies(kbc, corpus, tmp_path):
     # Keras's accumulation fails there ("merge_call called while defining a new graph").
-    result = run_kbc("pretrain", corpus, *TINY_RUN, "--accumulation-steps", 2, "--strategy",
+    result = kbc("pretrain", corpus, *TINY_RUN, "--accumulation-steps", 2, "--strategy",
                      "mirrored", "--run-dir", tmp_path / "run")
     assert_one_line_error(result, "--accumulation-steps 2 works under --strategy default or "
                                   "one_device, not mirrored")
@@ -105,7 +107,7 @@ def test_the_schedule_counts_updates_when_batches_accumulate():
 
 
 @pytest.mark.slow
-def test_pretrain_packed_with_lamb_and_accumulation_then_resumed(corpus, tiny_config,
+def test_pretrain_packed_with_lamb_and_accumulation_then_resumed(kbc, corpus, tiny_config,
                                                                  tmp_path):
     run_dir = tmp_path / "run"
     first = run_kbc("pretrain", corpus, *TINY_RUN, "--config", tiny_config, "--pack",
@@ -131,9 +133,9 @@ def test_pretrain_packed_with_lamb_and_accumulation_then_resumed(corpus, tiny_co
     # Lose the last epoch and resume with no options: the run's own choices come back.
     os.remove(run_dir / "backup" / "step_00000006.weights.h5")
     os.remove(run_dir / "model.keras")
-    resumed = run_kbc("pretrain", "--resume", "--run-dir", run_dir)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming {run_dir} after step 4 of 6" in resumed.stderr
+    resumed = kbc("pretrain", "--resume", "--run-dir", run_dir)
+    assert resumed.code == 0, resumed.err[-3000:]
+    assert f"resuming {run_dir} after step 4 of 6" in resumed.err
     optimizer = saved_optimizer(run_dir)
     assert optimizer["class_name"] == "BertLamb"
     assert optimizer["config"]["gradient_accumulation_steps"] == 2
@@ -141,15 +143,15 @@ def test_pretrain_packed_with_lamb_and_accumulation_then_resumed(corpus, tiny_co
     assert steps == [3, 6]  # the resumed epoch replaces the lost one's record
 
 
-def test_pack_refuses_what_it_cannot_pack(corpus, tmp_path):
-    refused = run_kbc("pretrain", corpus, *TINY_RUN, "--pack", "--pair-task",
-                      "next_sentence", "--run-dir", tmp_path / "run")
+def test_pack_refuses_what_it_cannot_pack(kbc, corpus, tmp_path):
+    refused = kbc("pretrain", corpus, *TINY_RUN, "--pack", "--pair-task", "next_sentence",
+                  "--run-dir", tmp_path / "run")
     assert_one_line_error(refused, "--pack puts several documents in a row",
                           "--pair-task next_sentence", "--pair-task none")
     assert not (tmp_path / "run").exists()
     shard = tmp_path / "rows.tfrecord"
     shard.write_bytes(b"")
-    refused = run_kbc("pretrain", shard, *TINY_RUN, "--pack", "--run-dir", tmp_path / "run")
+    refused = kbc("pretrain", shard, *TINY_RUN, "--pack", "--run-dir", tmp_path / "run")
     assert_one_line_error(refused, "--pack packs the documents of text files",
                           "TFRecords")
 
@@ -169,7 +171,7 @@ def test_packed_batches_hold_several_documents_a_row(corpus):
 
 
 @pytest.mark.slow
-def test_write_tfrecords_then_train_on_them(corpus, tiny_config, tmp_path):
+def test_write_tfrecords_then_train_on_them(kbc, corpus, tiny_config, tmp_path):
     output = tmp_path / "records"
     written = run_kbc("pretrain", corpus, "--vocab", VOCAB, "--seq-length", 32,
                       "--pair-task", "sentence_order", "--write-tfrecords", output,
@@ -183,28 +185,27 @@ def test_write_tfrecords_then_train_on_them(corpus, tiny_config, tmp_path):
     assert "wrote" in written.stderr and not list(tmp_path.glob("runs"))  # trained nothing
 
     before = {path.name: path.read_bytes() for path in shards}
-    again = run_kbc("pretrain", corpus, "--vocab", VOCAB, "--write-tfrecords", output)
+    again = kbc("pretrain", corpus, "--vocab", VOCAB, "--write-tfrecords", output)
     assert_one_line_error(again, f"{output} already exists", "--overwrite")
     assert {path.name: path.read_bytes() for path in shards} == before
 
-    trained = run_kbc("pretrain", *shards, "--vocab", output, "--config", tiny_config,
-                      "--seq-length", 32, "--batch-size", 4, "--epochs", 1,
-                      "--steps-per-epoch", 2, "--pair-task", "sentence_order", "--quiet",
-                      "--run-dir", tmp_path / "run")
-    assert trained.returncode == 0, trained.stderr[-3000:]
+    trained = kbc("pretrain", *shards, "--vocab", output, "--config", tiny_config,
+                  "--seq-length", 32, "--batch-size", 4, "--epochs", 1, "--steps-per-epoch", 2,
+                  "--pair-task", "sentence_order", "--quiet", "--run-dir", tmp_path / "run")
+    assert trained.code == 0, trained.err[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert "nsp_loss" in metrics  # the sentence-order labels came back
 
 
-def test_write_tfrecords_refuses_what_it_cannot_write(corpus, tmp_path):
-    refused = run_kbc("pretrain", corpus, *TINY_RUN, "--pack", "--write-tfrecords",
-                      tmp_path / "records")
+def test_write_tfrecords_refuses_what_it_cannot_write(kbc, corpus, tmp_path):
+    refused = kbc("pretrain", corpus, *TINY_RUN, "--pack", "--write-tfrecords",
+                  tmp_path / "records")
     assert_one_line_error(refused, "--write-tfrecords writes unpacked rows", "--pack")
     assert not (tmp_path / "records").exists()
 
 
 @pytest.mark.slow
-def test_evaluate_reports_squad_2_best_null_score_threshold(tiny_config, tmp_path):
+def test_evaluate_reports_squad_2_best_null_score_threshold(kbc_fd, tiny_config, tmp_path):
     squad = DATA / "squad_v2.json"
     run_dir = tmp_path / "run"
     trained = run_kbc("finetune", "--task", "squad", "--train", squad, "--vocab", VOCAB,
@@ -218,40 +219,40 @@ def test_evaluate_reports_squad_2_best_null_score_threshold(tiny_config, tmp_pat
     assert optimizer["class_name"] == "BertLamb"
     assert optimizer["config"]["gradient_accumulation_steps"] == 2
 
-    evaluated = run_kbc("evaluate", run_dir, squad, "--quiet")
-    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
-    assert evaluated.stderr == ""
-    metrics = json.loads(evaluated.stdout)
+    evaluated = kbc_fd("evaluate", run_dir, squad, "--quiet")
+    assert evaluated.code == 0, evaluated.err[-3000:]
+    assert evaluated.err == ""
+    metrics = json.loads(evaluated.out)
     assert isinstance(metrics["best_null_score_threshold"], float)
     assert np.isfinite(metrics["best_null_score_threshold"])
     # The best threshold does at least as well as the 0.0 that kbc answers with.
     assert metrics["f1_at_best_threshold"] >= metrics["f1"]
     assert 0.0 <= metrics["exact_match_at_best_threshold"] <= 100.0
 
-    v1 = run_kbc("evaluate", run_dir, DATA / "squad_v1.json", "--quiet")
-    assert v1.returncode == 0, v1.stderr[-3000:]
-    assert "best_null_score_threshold" not in json.loads(v1.stdout)  # nothing to search
+    v1 = kbc_fd("evaluate", run_dir, DATA / "squad_v1.json", "--quiet")
+    assert v1.code == 0, v1.err[-3000:]
+    assert "best_null_score_threshold" not in json.loads(v1.out)  # nothing to search
 
     # --null-score-threshold moves the line between an answer and none, in predict and in
     # the exports: far below every margin nothing is answered, far above always a span.
     for margin, nothing in ((-1e9, True), (1e9, False)):
-        predicted = run_kbc("predict", run_dir, "--input", squad, "--quiet",
-                            "--null-score-threshold", margin)
-        assert predicted.returncode == 0, predicted.stderr[-3000:]
-        answers = [json.loads(line)["answer"] for line in predicted.stdout.splitlines()]
+        predicted = kbc_fd("predict", run_dir, "--input", squad, "--quiet",
+                           "--null-score-threshold", margin)
+        assert predicted.code == 0, predicted.err[-3000:]
+        answers = [json.loads(line)["answer"] for line in predicted.out.splitlines()]
         assert len(answers) == 3 and all((answer == "") is nothing for answer in answers)
     requests = tmp_path / "questions.jsonl"
     requests.write_text("".join(json.dumps({"question": q, "context": c}) + "\n" for q, c in (
         ("Who wrote it?", "The book was written by Ann Smith in Paris."),
         ("Where is it?", "It lies north of the old river bridge."))))
     for margin, nothing in ((-1e9, True), (1e9, False)):
-        exported = run_kbc("export", run_dir, "-o", tmp_path / f"export{margin}", "--format",
-                           "saved_model", "--null-score-threshold", margin, "--quiet")
-        assert exported.returncode == 0, exported.stderr[-3000:]
-        served = run_kbc("predict", tmp_path / f"export{margin}" / "saved_model", "--input",
-                         requests, "--quiet")
-        assert served.returncode == 0, served.stderr[-3000:]
-        answers = [json.loads(line)["answer"] for line in served.stdout.splitlines()]
+        exported = kbc_fd("export", run_dir, "-o", tmp_path / f"export{margin}", "--format",
+                          "saved_model", "--null-score-threshold", margin, "--quiet")
+        assert exported.code == 0, exported.err[-3000:]
+        served = kbc_fd("predict", tmp_path / f"export{margin}" / "saved_model", "--input",
+                        requests, "--quiet")
+        assert served.code == 0, served.err[-3000:]
+        answers = [json.loads(line)["answer"] for line in served.out.splitlines()]
         assert len(answers) == 2 and all((answer == "") is nothing for answer in answers)
 
 

@@ -1,6 +1,7 @@
-"""Training runs as a user meets them, `kbc` in a process of its own: killed with SIGKILL and
-resumed (from another working directory), inputs that `--overwrite` must not touch, data that
-cannot train, and bad options, each ending with one line and no traceback."""
+"""Training runs as a user meets them: killed with SIGKILL and resumed (from another working
+directory), `kbc` in a process of its own; inputs that `--overwrite` must not touch, data that
+cannot train, and bad options, each ending with one line and no traceback (bad options in a
+process of their own, the rest in this one: a new process is not what they are about)."""
 
 import json
 import os
@@ -100,7 +101,7 @@ def test_pretrain_killed_mid_epoch_resumes_from_another_folder_losing_few_steps(
 
 @pytest.mark.slow
 def test_finetune_killed_mid_epoch_resumes_and_partial_runs_say_so(
-        reviews, config_file, tmp_path):
+        kbc, reviews, config_file, tmp_path):
     run_dir = tmp_path / "run"
     argv = ("finetune", "--task", "classify", "--train", reviews, "--vocab", VOCAB,
             "--config", config_file, "--seq-length", 16, "--batch-size", 4, "--epochs", 3,
@@ -111,7 +112,7 @@ def test_finetune_killed_mid_epoch_resumes_and_partial_runs_say_so(
 
     for command in (("evaluate", run_dir, reviews), ("export", run_dir, "-o", tmp_path / "x"),
                     ("predict", run_dir)):
-        assert_one_line_error(run_kbc(*command, cwd=tmp_path, stdin="a film\n"),
+        assert_one_line_error(kbc(*command, cwd=tmp_path, stdin="a film\n"),
                               "has not finished training", "kbc finetune --resume")
 
     resumed = run_kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
@@ -119,44 +120,44 @@ def test_finetune_killed_mid_epoch_resumes_and_partial_runs_say_so(
     steps, epochs = metrics_steps(run_dir)
     assert steps == [50, 100, 150]
     assert epochs == [(1, 50), (2, 100), (3, 150)]
-    answer = run_kbc("predict", run_dir, cwd=tmp_path, stdin="a film\n")
-    assert answer.returncode == 0, answer.stderr[-3000:]
-    assert json.loads(answer.stdout)["label"] in ("good", "bad")
+    answer = kbc("predict", run_dir, cwd=tmp_path, stdin="a film\n")
+    assert answer.code == 0, answer.err[-3000:]
+    assert json.loads(answer.out)["label"] in ("good", "bad")
 
 
-def test_overwrite_never_deletes_the_commands_own_inputs(tmp_path):
+def test_overwrite_never_deletes_the_commands_own_inputs(kbc, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.csv").write_text((DATA / "sentiment.csv").read_text())
     (data / "notes.txt").write_text("unrelated\n")
-    finetune = run_kbc("finetune", "--task", "classify", "--train", data / "train.csv",
-                       "--text-column", "review", "--vocab", VOCAB, "--run-dir", data,
-                       "--overwrite", cwd=tmp_path)
+    finetune = kbc("finetune", "--task", "classify", "--train", data / "train.csv",
+                   "--text-column", "review", "--vocab", VOCAB, "--run-dir", data,
+                   "--overwrite", cwd=tmp_path)
     assert_one_line_error(finetune, f"the output {data} contains the input")
-    vocab = run_kbc("vocab", data / "notes.txt", "-o", data / "notes.txt", "--overwrite",
-                    cwd=tmp_path)
+    vocab = kbc("vocab", data / "notes.txt", "-o", data / "notes.txt", "--overwrite",
+                cwd=tmp_path)
     assert_one_line_error(vocab, "is the input")
-    pretrain = run_kbc("pretrain", data / "notes.txt", "--vocab", VOCAB, "--run-dir", data,
-                       "--overwrite", cwd=tmp_path)
+    pretrain = kbc("pretrain", data / "notes.txt", "--vocab", VOCAB, "--run-dir", data,
+                   "--overwrite", cwd=tmp_path)
     assert_one_line_error(pretrain, f"the output {data} contains the input")
     assert sorted(os.listdir(data)) == ["notes.txt", "train.csv"]
     assert (data / "notes.txt").read_text() == "unrelated\n"
 
 
-def test_data_that_cannot_train_stops_with_one_line_and_no_model(config_file, tmp_path):
+def test_data_that_cannot_train_stops_with_one_line_and_no_model(kbc, config_file, tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("the film was good.\n\nthe plot was bad.\n")
-    small = run_kbc("pretrain", corpus, "--vocab", VOCAB, "--config", config_file,
-                    "--batch-size", 4, "--seq-length", 32, "--run-dir", tmp_path / "a",
-                    cwd=tmp_path)
+    small = kbc("pretrain", corpus, "--vocab", VOCAB, "--config", config_file,
+                "--batch-size", 4, "--seq-length", 32, "--run-dir", tmp_path / "a",
+                cwd=tmp_path)
     assert_one_line_error(small, "small.txt", "not enough text for one batch of 4")
     assert not (tmp_path / "a").exists()
 
-    diverging = run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
-                        "--text-column", "review", "--vocab", VOCAB, "--config", config_file,
-                        "--seq-length", 32, "--batch-size", 2, "--epochs", 20,
-                        "--learning-rate", 1e30,
-                        "--run-dir", tmp_path / "b", cwd=tmp_path)
+    diverging = kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                    "--text-column", "review", "--vocab", VOCAB, "--config", config_file,
+                    "--seq-length", 32, "--batch-size", 2, "--epochs", 20,
+                    "--learning-rate", 1e30,
+                    "--run-dir", tmp_path / "b", cwd=tmp_path)
     assert_one_line_error(diverging, "the loss became", "training diverged")
     assert not (tmp_path / "b" / "model.keras").exists()
 
@@ -171,26 +172,26 @@ def test_options_out_of_range_are_refused_by_the_parser(option, corpus, tmp_path
     assert f"argument {option[0]}: {option[1]} is less than" in result.stderr
 
 
-def test_inputs_that_are_not_what_they_should_be_get_one_line(tmp_path):
+def test_inputs_that_are_not_what_they_should_be_get_one_line(kbc, tmp_path):
     latin = tmp_path / "latin.txt"
     latin.write_bytes("café crème.\nanother line.\n".encode("latin-1"))
-    assert_one_line_error(run_kbc("vocab", latin, "-o", tmp_path / "v.txt", cwd=tmp_path),
+    assert_one_line_error(kbc("vocab", latin, "-o", tmp_path / "v.txt", cwd=tmp_path),
                           "latin.txt", "is not UTF-8", "line 1, column 4", "0xe9")
     specials = tmp_path / "specials.txt"
     specials.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
     assert_one_line_error(
-        run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
-                "--text-column", "review", "--vocab", specials, cwd=tmp_path),
+        kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+            "--text-column", "review", "--vocab", specials, cwd=tmp_path),
         "specials.txt", "holds only special tokens")
     torn = tmp_path / "torn.keras"
     torn.write_bytes(b"PK\x03\x04" + b"\0" * 100)
     assert_one_line_error(
-        run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
-                "--text-column", "review", "--vocab", VOCAB, "--checkpoint", torn,
-                "--batch-size", 2, cwd=tmp_path),
+        kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+            "--text-column", "review", "--vocab", VOCAB, "--checkpoint", torn,
+            "--batch-size", 2, cwd=tmp_path),
         "torn.keras", "not a complete zip archive")
     hugging_face = tmp_path / "hf"
     hugging_face.mkdir()
     (hugging_face / "config.json").write_text('{"model_type": "bert", "hidden_size": 32}')
-    assert_one_line_error(run_kbc("evaluate", hugging_face, DATA / "sentiment.csv",
-                                  cwd=tmp_path), "is not a kbc run")
+    assert_one_line_error(kbc("evaluate", hugging_face, DATA / "sentiment.csv",
+                              cwd=tmp_path), "is not a kbc run")
