@@ -8,7 +8,7 @@ as `[CLS] sentence [SEP]`. The same `BertPretrainer(next_sentence=False)` (maske
 trains on them two ways, masked by the same `MaskedLMMasker` (20 predictions per row):
 
 - padded: one document per row, padded to `seq`;
-- packed: `text.pretraining_packing.packed_dataset`, greedy first fit, document ids in
+- packed: `pretraining.packing.packed_dataset`, greedy first fit, document ids in
   `padding_mask`.
 
 Reported: step time, non-padding tokens/s and their ratio; and the loss check: the first
@@ -141,9 +141,9 @@ def main():
 
     import keras_bert_core as kbc
     from keras_bert_core.models import BertPretrainer
+    from keras_bert_core.pretraining.masking import MaskedLMMasker
+    from keras_bert_core.pretraining.packing import packed_dataset
     from keras_bert_core.text import BertPreprocessor
-    from keras_bert_core.text.masking import MaskedLMMasker
-    from keras_bert_core.text.pretraining_packing import packed_dataset
 
     vocab = args.vocab or common.default_vocab()
     preprocessor = BertPreprocessor(vocab, seq_length=args.seq, lower_case=True)

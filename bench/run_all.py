@@ -633,7 +633,7 @@ def packing_table(results):
             "|---|---:|---:|---:|",
             f"| padded, one document per row | {p['padded_step_s']:.3f} | "
             f"{p['padded_real_tokens_per_s']:,.0f} | {p['padded_token_utilization']:.1%} |",
-            f"| packed (`text.pretraining_packing`) | {p['packed_step_s']:.3f} | "
+            f"| packed (`pretraining.packing`) | {p['packed_step_s']:.3f} | "
             f"{p['packed_real_tokens_per_s']:,.0f} | {p['packed_token_utilization']:.1%} |",
             "", f"Same loss: the first packed batch ({p['documents_in_first_packed_batch']} "
             f"documents) has masked-LM loss {p['mlm_loss_packed']:.6f}; the same documents, "

@@ -26,7 +26,7 @@ from keras_bert_core.tasks.classification import (
     load_text_classification,
 )
 from keras_bert_core.text import BertPreprocessor
-from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
+from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
 
 GOOD = ["great", "wonderful", "superb", "lovely", "brilliant"]
 BAD = ["awful", "boring", "dreadful", "dull", "terrible"]

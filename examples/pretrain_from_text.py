@@ -22,9 +22,9 @@ from keras_bert_core.cli.demo_corpus import (
 )
 from keras_bert_core.models.pretrainer import BertPretrainer
 from keras_bert_core.optimizers import create_optimizer
+from keras_bert_core.pretraining.data import pretraining_dataset
 from keras_bert_core.text import BertTokenizer
-from keras_bert_core.text.pretraining_data import pretraining_dataset
-from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
+from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
 from keras_bert_core.training import fit_resumable, training_callbacks
 
 

@@ -45,11 +45,11 @@ _EXPORTS = {
     "BertPacker": "keras_bert_core.text",
     "BertPreprocessor": "keras_bert_core.text",
     "load_vocabulary": "keras_bert_core.text",
-    "MaskedLMMasker": "keras_bert_core.text.masking",
-    "pretraining_dataset": "keras_bert_core.text.pretraining_data",
-    "write_pretraining_tfrecords": "keras_bert_core.text.pretraining_tfrecords",
-    "read_pretraining_tfrecords": "keras_bert_core.text.pretraining_tfrecords",
-    "learn_wordpiece_vocab": "keras_bert_core.text.vocab_learning",
+    "MaskedLMMasker": "keras_bert_core.pretraining.masking",
+    "pretraining_dataset": "keras_bert_core.pretraining.data",
+    "write_pretraining_tfrecords": "keras_bert_core.pretraining.tfrecords",
+    "read_pretraining_tfrecords": "keras_bert_core.pretraining.tfrecords",
+    "learn_wordpiece_vocab": "keras_bert_core.text.vocabulary.learning",
     "DataError": "keras_bert_core.errors",
     "load_text_classification": "keras_bert_core.tasks",
     "load_squad": "keras_bert_core.tasks",
@@ -71,8 +71,8 @@ __all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 # Subpackages load on first use too (`kbc.training.distribution_strategy(...)`).
-_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "tasks", "text",
-                "training")
+_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "pretraining", "tasks",
+                "text", "training")
 
 
 def __getattr__(name):

@@ -26,19 +26,19 @@ KNOWN_CYCLES = {
     frozenset({"keras_bert_core.cli", "keras_bert_core.cli.common"}),
 }
 KNOWN_LONG_MODULES = {
-    "keras_bert_core/text/sentencepiece_tokenizer.py": 1133,
+    "keras_bert_core/text/sentencepiece/sentencepiece_tokenizer.py": 1133,
     "keras_bert_core/checkpoints/presets.py": 609,
     "keras_bert_core/cli/common.py": 560,
     "keras_bert_core/tasks/question_answering.py": 460,
     "keras_bert_core/models/task.py": 447,
     "keras_bert_core/cli/tasks.py": 435,
-    "keras_bert_core/text/bpe_tokenizer.py": 413,
+    "keras_bert_core/text/byte_pair/byte_pair_tokenizer.py": 413,
 }
+_SENTENCEPIECE = "keras_bert_core/text/sentencepiece/sentencepiece_tokenizer.py"
 KNOWN_PRIVATE_NAMES = {
-    ("keras_bert_core/text/sentencepiece_tokenizer.py", "tensorflow_text.python.ops"),
-    ("keras_bert_core/text/sentencepiece_tokenizer.py", "_SentencepieceModelResource"),
-    ("keras_bert_core/text/sentencepiece_tokenizer.py", "_model"),
-    ("keras_bert_core/text/sentencepiece_tokenizer.py", "_model_resource"),
+    *((_SENTENCEPIECE, name) for name in ("tensorflow_text.python.ops",
+                                           "_SentencepieceModelResource", "_model",
+                                           "_model_resource")),
     ("keras_bert_core/export/op_allowlists.py", "tensorflow.lite.python"),
     ("keras_bert_core/export/tflite.py", "tensorflow.lite.python"),
     ("keras_bert_core/export/tflite.py", "_experimental_custom_op_registerers"),

@@ -105,7 +105,7 @@ def save_to_preset(model, preprocessor, path, *, label_names=None, metrics=None,
     (1, 2)
     """
     from keras_bert_core.files import replaced_when_complete
-    from keras_bert_core.text.vocabulary_files import write_vocabulary_files
+    from keras_bert_core.text.vocabulary.files import write_vocabulary_files
 
     path = os.fspath(path)
     model = _servable(model)
@@ -440,7 +440,7 @@ def _load_preset(path):
 
 def _check_files(path, metadata):
     """Names every file a preset needs and lacks: model.keras and its vocabulary files."""
-    from keras_bert_core.text.vocabulary_files import TOKENIZER_CONFIG, VOCABULARY_FILES
+    from keras_bert_core.text.vocabulary.files import TOKENIZER_CONFIG, VOCABULARY_FILES
 
     kind = metadata.get("tokenizer")
     needed = [MODEL_FILE, *VOCABULARY_FILES.get(kind, ()), TOKENIZER_CONFIG]
@@ -492,7 +492,7 @@ def _load_run(folder, run):
 
 
 def _states_casing(folder):
-    from keras_bert_core.text.vocabulary_files import TOKENIZER_CONFIG
+    from keras_bert_core.text.vocabulary.files import TOKENIZER_CONFIG
 
     return os.path.isfile(os.path.join(folder, TOKENIZER_CONFIG))
 
@@ -527,7 +527,7 @@ def _load_checkpoint(path):
 
 
 def _holds_vocabulary(folder):
-    from keras_bert_core.text.vocabulary_files import find_vocabulary
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
 
     try:
         find_vocabulary(folder)
@@ -539,7 +539,7 @@ def _holds_vocabulary(folder):
 def _stated_seq_length(folder):
     """The sequence length a Hugging Face tokenizer_config.json states (`model_max_length`;
     Hugging Face writes a huge number for "no limit", which the position table then caps)."""
-    from keras_bert_core.text.vocabulary_files import TOKENIZER_CONFIG
+    from keras_bert_core.text.vocabulary.files import TOKENIZER_CONFIG
 
     file = os.path.join(folder, TOKENIZER_CONFIG)
     if not os.path.isfile(file):

@@ -328,8 +328,8 @@ def model_path(path):
 
 def find_vocab(vocab, checkpoint=None):
     """`--vocab`, else the folder of the checkpoint when it holds vocabulary files of any
-    kind (see `vocabulary_files.find_vocabulary`): a path that `make_preprocessor` takes."""
-    from keras_bert_core.text.vocabulary_files import find_vocabulary
+    kind (see `text.vocabulary.files.find_vocabulary`): a path that `make_preprocessor` takes."""
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
 
     if vocab:
         if not os.path.exists(vocab):
@@ -419,7 +419,7 @@ def check_same_kind(preprocessor, vocab_path, checkpoint):
     """`--vocab` given with a checkpoint whose folder holds a vocabulary of another kind
     (e.g. a WordPiece vocab.txt with a RoBERTa folder) is refused: the model reads the ids
     of its own tokenizer."""
-    from keras_bert_core.text.vocabulary_files import find_vocabulary
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
 
     folder = checkpoint_folder(checkpoint)
     try:

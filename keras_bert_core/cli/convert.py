@@ -52,7 +52,7 @@ def _copy_vocabulary(source, destination):
     """Copies the checkpoint's vocabulary files (of any kind, with its
     tokenizer_config.json) beside the output, where `kbc finetune --checkpoint` looks for
     them; files already there are left alone."""
-    from keras_bert_core.text.vocabulary_files import (
+    from keras_bert_core.text.vocabulary.files import (
         TOKENIZER_CONFIG,
         VOCABULARY_FILES,
         find_vocabulary,

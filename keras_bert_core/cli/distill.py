@@ -88,7 +88,7 @@ def _student_vocabulary(path):
     """`(tokens, where)` of the vocabulary that comes with pretrained student weights (in
     their folder: WordPiece, BPE or SentencePiece files), or None."""
     from keras_bert_core.text import BertPreprocessor
-    from keras_bert_core.text.vocabulary_files import find_vocabulary
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
 
     folder = run_directory_of(path) or (path if os.path.isdir(path) else os.path.dirname(path))
     try:

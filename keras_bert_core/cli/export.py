@@ -142,7 +142,7 @@ def _refusal(what):
 def tflite_input_kind(preprocessor):
     """What the `.tflite` files take: "text", or "ids" for byte-level BPE (RoBERTa), whose
     tokenizer needs ops that TFLite lacks (see `export_tflite`)."""
-    from keras_bert_core.text.vocabulary_files import BYTE_PAIR
+    from keras_bert_core.text.vocabulary.files import BYTE_PAIR
 
     return "ids" if preprocessor.tokenizer_kind == BYTE_PAIR else "text"
 

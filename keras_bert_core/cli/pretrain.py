@@ -156,8 +156,8 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                      max_ngram=1):
     """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards;
     `pair_task` is "next_sentence", "sentence_order" or "none"."""
-    from keras_bert_core.text.pretraining_data import pretraining_dataset
-    from keras_bert_core.text.pretraining_tfrecords import (
+    from keras_bert_core.pretraining.data import pretraining_dataset
+    from keras_bert_core.pretraining.tfrecords import (
         read_pretraining_tfrecords,
         tfrecords_pair_task,
     )
@@ -192,9 +192,9 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
 def packed_pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                             whole_word_masking=False, seed=None, max_ngram=1):
     """Endless masked-LM batches of packed rows (`--pack`,
-    `text.pretraining_packing.packed_corpus_dataset`)."""
-    from keras_bert_core.text.masking import MaskedLMMasker
-    from keras_bert_core.text.pretraining_packing import packed_corpus_dataset
+    `pretraining.packing.packed_corpus_dataset`)."""
+    from keras_bert_core.pretraining.masking import MaskedLMMasker
+    from keras_bert_core.pretraining.packing import packed_corpus_dataset
 
     masker = MaskedLMMasker(tokenizer, max_predictions_per_seq=max_predictions,
                             whole_word_masking=whole_word_masking, max_ngram=max_ngram)
@@ -236,8 +236,8 @@ def write_tfrecords(args, tokenizer):
     import tensorflow as tf
 
     from keras_bert_core.files import replaced_when_complete
-    from keras_bert_core.text.pretraining_tfrecords import write_pretraining_tfrecords
-    from keras_bert_core.text.vocabulary_files import write_vocabulary_files
+    from keras_bert_core.pretraining.tfrecords import write_pretraining_tfrecords
+    from keras_bert_core.text.vocabulary.files import write_vocabulary_files
 
     output = args.write_tfrecords
     pair_task = None if args.pair_task == "none" else args.pair_task

@@ -3,7 +3,7 @@
     config.json     the command, its arguments, the model's BertConfig, the task settings
     vocab.txt, or vocab.json + merges.txt, or spiece.model
                     the vocabulary the model reads: WordPiece, byte-level BPE (RoBERTa)
-                    or SentencePiece (ALBERT), as `vocabulary_files.find_vocabulary` finds
+                    or SentencePiece (ALBERT), as `text.vocabulary.files.find_vocabulary` finds
                     them in the folder
     tokenizer_config.json
                     its casing (`do_lower_case`; runs saved before it have vocab.txt
@@ -217,7 +217,7 @@ class RunDirectory:
     def write_tokenizer(self, tokenizer):
         """Writes the files of `tokenizer` (a tokenizer layer of any kind, or a
         `BertPreprocessor`'s) with its casing in tokenizer_config.json."""
-        from keras_bert_core.text.vocabulary_files import write_vocabulary_files
+        from keras_bert_core.text.vocabulary.files import write_vocabulary_files
 
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         partial = partial_path(self.file("tokenizer"))  # each file renamed in once complete

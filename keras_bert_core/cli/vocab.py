@@ -34,7 +34,7 @@ def add_arguments(parser):
 
 def learn_vocab(inputs, output, vocab_size, lower_case=True, min_count=2):
     """Learns a vocabulary from `inputs` and writes it to `output`; returns its tokens."""
-    from keras_bert_core.text.vocab_learning import learn_wordpiece_vocab
+    from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
 
     try:
         with stage(f"learning a {vocab_size}-token vocabulary from {len(inputs)} file(s)"):
@@ -47,7 +47,7 @@ def learn_vocab(inputs, output, vocab_size, lower_case=True, min_count=2):
 
 def _learn_other_kind(args, partial):
     """Learns a BPE or SentencePiece vocabulary into `partial`; returns what was written."""
-    from keras_bert_core.text import vocab_learning
+    from keras_bert_core.text.vocabulary import learning as vocab_learning
 
     if args.kind == "bpe" and args.cased:
         raise UserError("--cased: byte-level BPE vocabularies are always cased")

@@ -12,7 +12,7 @@ from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tf
 from keras_bert_core.export.saved_model import serving_module
 from keras_bert_core.files import replaced_when_complete
 from keras_bert_core.tasks.serving import serving_task
-from keras_bert_core.text.vocabulary_files import BYTE_PAIR
+from keras_bert_core.text.vocabulary.files import BYTE_PAIR
 
 QUANTIZATIONS = (None, "dynamic", "float16", "int8")
 # With quantize="int8", the ops that run on int8 activations; all others stay float32. A

@@ -38,7 +38,7 @@ class BertPretrainer(TaskModel):
     `fit` takes `(inputs, targets, sample_weights)` batches with
     `targets = {"mlm": masked_ids, "nsp": next_sentence_labels}` and
     `sample_weights = {"mlm": masked_weights, "nsp": ones}` (`masked_weights` is 0.0 at
-    unused prediction slots), as `text.pretraining_data` makes them. A `tf.data` dataset
+    unused prediction slots), as `pretraining.data` makes them. A `tf.data` dataset
     may leave `"nsp"` out of the weights, or give no weights (every slot then counts);
     targets and weights for an output the model does not have are ignored.
 

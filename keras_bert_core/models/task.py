@@ -55,7 +55,7 @@ class TaskModel(keras.Model):
     Dict inputs pass through unchanged. The preprocessor is saved with the model
     (`model.save`): `BertPreprocessor` keeps its vocabulary files as assets of the
     `.keras` file (`assets/preprocessor/tokenizer/vocab.txt`, see
-    `keras_bert_core.text.vocabulary_assets`), not in its config.
+    `keras_bert_core.text.vocabulary.assets`), not in its config.
 
     Subclasses build their functional graph, call `super().__init__(encoder, inputs,
     outputs, **kwargs)`, set their attributes, call `self.compile()`, and define

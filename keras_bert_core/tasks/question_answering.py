@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from keras_bert_core.tasks.serving import ServingTask, offset_at
 from keras_bert_core.text.preprocessor import PACKING
-from keras_bert_core.text.vocabulary_files import tokenizer_kind
+from keras_bert_core.text.vocabulary.files import tokenizer_kind
 
 
 @dataclasses.dataclass
@@ -40,7 +40,7 @@ class SquadFeatures:
 
     Example (see `squad_features`, which makes them):
     >>> from keras_bert_core.tasks.squad import SquadExample
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "wrote", "it"]
     >>> features = squad_features([SquadExample("q1", "Who?", "Ada wrote it.")],
     ...                           BertTokenizer(vocab), max_seq_length=10, max_query_length=4)
@@ -115,7 +115,7 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
 
     Example:
     >>> from keras_bert_core.tasks.squad import SquadExample
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada", "?"]
     >>> example = SquadExample("q1", "Who wrote it?", "Ada wrote it.", ["Ada"], [0])
     >>> features = squad_features([example], BertTokenizer(vocab), max_seq_length=12,
@@ -209,7 +209,7 @@ def answers(examples, features, start_logits, end_logits, n_best_size=20,
 
     Example:
     >>> from keras_bert_core.tasks.squad import SquadExample
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada"]
     >>> example = SquadExample("q1", "Who wrote it?", "Ada wrote it.")
     >>> features = squad_features([example], BertTokenizer(vocab), max_seq_length=12,
@@ -287,7 +287,7 @@ def best_null_score_threshold(examples, features, start_logits, end_logits, n_be
 
     Example:
     >>> from keras_bert_core.tasks.squad import SquadExample
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada"]
     >>> examples = [SquadExample("q1", "Who wrote it?", "Ada wrote it.", ["Ada"], [0]),
     ...             SquadExample("q2", "Who wrote it?", "it wrote it.", is_impossible=True)]
@@ -342,7 +342,7 @@ def extract_answers(examples, features, start_logits, end_logits, n_best_size=20
 
     Example:
     >>> from keras_bert_core.tasks.squad import SquadExample
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "wrote", "it", "ada"]
     >>> example = SquadExample("q1", "Who wrote it?", "Ada wrote it.")
     >>> features = squad_features([example], BertTokenizer(vocab), max_seq_length=12,

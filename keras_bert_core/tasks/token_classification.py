@@ -35,7 +35,7 @@ class TaggingFeatures:
 
     Example (see `tagging_features`, which makes them):
     >>> from keras_bert_core.tasks.conll import TaggingData
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "love", "##lace"]
     >>> data = TaggingData([["Lovelace"]], [[0]], ["B-PER"])
     >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=6)
@@ -81,7 +81,7 @@ def tagging_features(data, tokenizer, seq_length=128):
 
     Example:
     >>> from keras_bert_core.tasks.conll import TaggingData
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "love", "##lace", "sang"]
     >>> data = TaggingData([["Ada", "Lovelace", "sang"]], [[1, 2, 0]], ["O", "B-PER", "I-PER"])
     >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=8)
@@ -143,7 +143,7 @@ def predictions_to_tags(predictions, features, tag_names):
 
     Example:
     >>> from keras_bert_core.tasks.conll import TaggingData
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "love", "##lace"]
     >>> data = TaggingData([["Ada", "Lovelace"]], None, None)
     >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=6)
@@ -178,7 +178,7 @@ def answers(data, features, logits, tag_names):
 
     Example:
     >>> from keras_bert_core.tasks.conll import TaggingData
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ada", "sang"]
     >>> data = TaggingData([["Ada", "sang"]], None, None)
     >>> features = tagging_features(data, BertTokenizer(vocab), seq_length=6)

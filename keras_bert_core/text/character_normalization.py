@@ -21,7 +21,7 @@ MAX_CHARS_PER_WORD = 100
 # tokenizer's Unicode category tables are older than those of RE2 in TensorFlow: characters
 # assigned since as format (Cf), non-spacing marks (Mn) or punctuation (P) are plain word
 # characters to the reference, so the classes leave them out (found by comparing every code
-# point with the reference; tests/text/test_tokenizer.py keeps that comparison).
+# point with the reference; tests/text/wordpiece/test_bert_tokenizer.py keeps that comparison).
 _NEWER_CF = r"\x{890}-\x{891}\x{8e2}\x{110cd}\x{13430}-\x{1343f}"
 _NEWER_MN = (
     r"\x{7fd}\x{898}-\x{89f}\x{8ca}-\x{8e1}\x{9fe}\x{afa}-\x{aff}\x{b55}\x{c04}\x{c3c}\x{d00}"

@@ -3,18 +3,18 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
+from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_core.text.packer import BertPacker
-from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.string_batches import check_max_text_bytes, cut_texts
-from keras_bert_core.text.tokenizer import BertTokenizer
-from keras_bert_core.text.vocabulary_files import (
+from keras_bert_core.text.vocabulary.files import (
     BYTE_PAIR,
     SENTENCEPIECE,
     WORDPIECE,
     find_vocabulary,
     tokenizer_kind,
 )
+from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
 
 # Preprocessor arguments that a tokenizer (if it takes them) takes too.
 _TOKENIZER_OPTIONS = ("lower_case", "tflite_compatible", "max_text_bytes")
@@ -47,7 +47,7 @@ class BertPreprocessor(keras.layers.Layer):
     - a SentencePiece `.model` file (or its bytes): `SentencePieceTokenizer` (ALBERT),
       packed as BERT;
     - a folder, e.g. a Hugging Face checkpoint: the first of `spiece.model`, `vocab.json`
-      with `merges.txt`, `vocab.txt` it holds (see `vocabulary_files.find_vocabulary`),
+      with `merges.txt`, `vocab.txt` it holds (see `text.vocabulary.files.find_vocabulary`),
       with `do_lower_case` (and `keep_accents`) from its `tokenizer_config.json`;
     - a tokenizer layer of this package, used as it is (e.g. a `SentencePieceTokenizer`
       with `keep_accents=True`).
@@ -55,7 +55,7 @@ class BertPreprocessor(keras.layers.Layer):
     Saved in a `.keras` file (alone, inside a model, or as a task model's `preprocessor`),
     its tokenizer's vocabulary files are assets of the file (e.g.
     `assets/preprocessor/tokenizer/vocab.txt`), not part of `config.json`; see
-    `keras_bert_core.text.vocabulary_assets`. `get_config` in memory still holds them.
+    `keras_bert_core.text.vocabulary.assets`. `get_config` in memory still holds them.
 
     Args:
         vocabulary: the vocabulary or tokenizer, as above.
@@ -103,7 +103,7 @@ class BertPreprocessor(keras.layers.Layer):
     ([[2, 5, 8, 3, 6, 7, 9, 3]], [[0, 0, 0, 0, 1, 1, 1, 1]])
 
     A byte-level BPE vocabulary (RoBERTa's layout):
-    >>> from keras_bert_core.text.bpe_vocabulary import bytes_to_unicode
+    >>> from keras_bert_core.text.byte_pair.vocabulary import bytes_to_unicode
     >>> bpe_vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}
     >>> bpe_vocab.update({s: 5 + b for b, s in bytes_to_unicode().items()})
     >>> bpe_vocab.update({"ox": 261, "Ġf": 262, "Ġfox": 263})

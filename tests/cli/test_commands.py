@@ -127,8 +127,8 @@ def test_pretrain_writes_a_complete_run_directory(pretrain_run):
 
 def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision_with_xla(
         kbc, corpus, pretrain_run, tmp_path):
+    from keras_bert_core.pretraining.tfrecords import write_pretraining_tfrecords
     from keras_bert_core.text import BertTokenizer
-    from keras_bert_core.text.pretraining_tfrecords import write_pretraining_tfrecords
 
     shards = write_pretraining_tfrecords(corpus, BertTokenizer(str(VOCAB)),
                                          str(tmp_path / "data" / "corpus"), seq_length=32)
@@ -146,8 +146,8 @@ def test_pretrain_continues_a_checkpoint_from_tfrecords_in_mixed_precision_with_
 def test_pretrain_masked_lm_only_from_a_next_sentence_checkpoint(kbc, corpus, pretrain_run,
                                                                  tmp_path):
     from keras_bert_core.models import BertPretrainer
+    from keras_bert_core.pretraining.tfrecords import write_pretraining_tfrecords
     from keras_bert_core.text import BertTokenizer
-    from keras_bert_core.text.pretraining_tfrecords import write_pretraining_tfrecords
 
     shards = write_pretraining_tfrecords(corpus, BertTokenizer(str(VOCAB)),
                                          str(tmp_path / "data" / "corpus"), seq_length=32,

@@ -219,8 +219,8 @@ def test_a_pair_task_on_distilbert_is_one_line(kbc, corpus, tiny_sizes, tmp_path
 def test_pretraining_pairs_of_roberta_are_packed_its_way(corpus):
     """`kbc pretrain --vocab vocab.json --pair-task next_sentence`'s rows: `<s> A </s></s> B
     </s>` with one token type, as RoBERTa packs pairs."""
+    from keras_bert_core.pretraining.data import pretraining_dataset
     from keras_bert_core.text import BertPreprocessor
-    from keras_bert_core.text.pretraining_data import pretraining_dataset
 
     tokenizer = BertPreprocessor(family("roberta")).tokenizer
     x, y, _ = next(iter(pretraining_dataset(str(corpus), tokenizer, seq_length=32,

@@ -19,8 +19,8 @@ TINY_RUN = ("--vocab", VOCAB, "--seq-length", 32, "--batch-size", 4, "--epochs",
 
 
 def test_sentence_order_tfrecords_with_ngram_masking(kbc, corpus, tiny_config, tmp_path):
+    from keras_bert_core.pretraining.tfrecords import write_pretraining_tfrecords
     from keras_bert_core.text import BertTokenizer
-    from keras_bert_core.text.pretraining_tfrecords import write_pretraining_tfrecords
 
     shards = write_pretraining_tfrecords(corpus, BertTokenizer(str(VOCAB)),
                                          str(tmp_path / "data" / "sop"), seq_length=32,

@@ -25,7 +25,7 @@ from keras_bert_core.export.tflite import BPE_TFLITE_BLOCKING_OPS
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
-from keras_bert_core.text import bpe_tokenizer
+from keras_bert_core.text.byte_pair import byte_pair_tokenizer as bpe_tokenizer
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from tests.export.helpers import ROOT
 

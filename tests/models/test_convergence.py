@@ -19,8 +19,9 @@ from keras_bert_core.cli.demo_corpus import (
     stdlib_root,
     write_pretraining_corpus,
 )
-from keras_bert_core.text import BertTokenizer, pretraining_dataset
-from keras_bert_core.text.vocab_file import SPECIAL_TOKENS
+from keras_bert_core.pretraining import pretraining_dataset
+from keras_bert_core.text import BertTokenizer
+from keras_bert_core.text.wordpiece.vocabulary import SPECIAL_TOKENS
 from tests.helpers import cross_entropy
 
 VOCAB_SIZE, SEQ = 60, 24

@@ -80,8 +80,8 @@ def test_fits_datasets_with_and_without_sample_weights():
 @pytest.mark.filterwarnings("ignore:Your input ran out of data")
 def test_consumes_pretraining_dataset_elements(tmp_path):
     pretraining_data = pytest.importorskip(
-        "keras_bert_core.text.pretraining_data", reason="text.pretraining_data not importable")
-    from keras_bert_core.text.tokenizer import BertTokenizer
+        "keras_bert_core.pretraining.data", reason="pretraining.data not importable")
+    from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
     rng = np.random.default_rng(0)

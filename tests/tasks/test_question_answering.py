@@ -9,7 +9,7 @@ from keras_bert_core.tasks.squad import (
     load_squad,
     squad_metrics,
 )
-from keras_bert_core.text.tokenizer import BertTokenizer
+from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
 from tests.tasks.helpers import DATA
 
 SQUAD_V1 = os.path.join(DATA, "squad_v1.json")

@@ -9,7 +9,7 @@ from keras_bert_core.tasks.token_classification import (
     predictions_to_tags,
     tagging_features,
 )
-from keras_bert_core.text.tokenizer import BertTokenizer
+from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
 from tests.tasks.helpers import DATA, VOCAB
 
 

@@ -350,7 +350,7 @@ def test_wordpiece_config_is_unchanged():
 
 @pytest.mark.parametrize("kind", list(VOCABULARIES))
 def test_written_vocabulary_files_rebuild_the_preprocessor(kind, tmp_path):
-    from keras_bert_core.text.vocabulary_files import VOCABULARY_FILES, write_vocabulary_files
+    from keras_bert_core.text.vocabulary.files import VOCABULARY_FILES, write_vocabulary_files
 
     preprocessor = BertPreprocessor(VOCABULARIES[kind], seq_length=12, lower_case=False)
     names = list(write_vocabulary_files(preprocessor.tokenizer, tmp_path))
@@ -387,8 +387,8 @@ def albert_encode(seq_length, inputs):
 @pytest.fixture(scope="module")
 def sentencepiece_reference():
     """Texts and the `sentencepiece` library's ids of them after ALBERT's uncased
-    preprocessing, from the fixture of tests/text/test_sentencepiece_tokenizer.py (a sample;
-    texts with characters newer than the fixture's Unicode version left out)."""
+    preprocessing, from the fixture of tests/text/sentencepiece/test_sentencepiece_tokenizer.py
+    (a sample; texts with characters newer than the fixture's Unicode version left out)."""
     stored = np.load(DATA / "sentencepiece" / "reference_ids.npz")
     with open(DATA / "sentencepiece" / "reference_texts.jsonl", encoding="utf-8") as f:
         texts = tokenizer_corpus() + [json.loads(line) for line in f]

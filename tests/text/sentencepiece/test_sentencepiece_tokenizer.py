@@ -21,8 +21,8 @@ from keras_bert_core.export import (
     unsupported_tf_serving_ops,
 )
 from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
-from keras_bert_core.text import sentencepiece_tokenizer as sp_module
-from keras_bert_core.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from keras_bert_core.text.sentencepiece import sentencepiece_tokenizer as sp_module
+from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from tests.text.fuzz_texts import DATA, as_reference_text, fuzz_texts, tokenizer_corpus
 
 FIXTURE = DATA / "sentencepiece"

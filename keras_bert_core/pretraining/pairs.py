@@ -6,7 +6,8 @@ whole corpus held in memory."""
 
 import tensorflow as tf
 
-from keras_bert_core.text.pretraining_corpus import expand_text_files, read_documents
+from keras_bert_core.pretraining.corpus import read_documents
+from keras_bert_core.text.corpus_files import expand_text_files
 
 
 def seed_stream(seed, salt):

@@ -33,15 +33,15 @@ up to the row's length; `y` and `sample_weight` then hold "mlm" only.
 
 import tensorflow as tf
 
-from keras_bert_core.text.masking import MaskedLMMasker
-from keras_bert_core.text.packer import BertPacker
-from keras_bert_core.text.preprocessor import PACKING
-from keras_bert_core.text.pretraining_pairs import (
+from keras_bert_core.pretraining.masking import MaskedLMMasker
+from keras_bert_core.pretraining.pairs import (
     resolve_pair_task,
     seed_stream,
     sentence_pairs,
 )
-from keras_bert_core.text.vocabulary_files import tokenizer_kind
+from keras_bert_core.text.packer import BertPacker
+from keras_bert_core.text.preprocessor import PACKING
+from keras_bert_core.text.vocabulary.files import tokenizer_kind
 
 
 def family_packing(tokenizer):
@@ -172,7 +172,7 @@ def pretraining_dataset(
     Example:
 
     >>> import tempfile
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
     ...     _ = f.write("The fox runs.\\nThe fox sleeps.\\n\\nThe dog runs.\\n")
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "dog", "runs", "."]

@@ -10,14 +10,14 @@ import os
 
 import tensorflow as tf
 
-from keras_bert_core.text.masking import MaskedLMMasker
-from keras_bert_core.text.pretraining_corpus import glob_files
-from keras_bert_core.text.pretraining_data import (
+from keras_bert_core.pretraining.data import (
     masked_training_batches,
     packed_batches,
     pairs_seq_length,
 )
-from keras_bert_core.text.pretraining_pairs import resolve_pair_task, sentence_pairs
+from keras_bert_core.pretraining.masking import MaskedLMMasker
+from keras_bert_core.pretraining.pairs import resolve_pair_task, sentence_pairs
+from keras_bert_core.text.corpus_files import glob_files
 
 # Feature names of google-research's pretraining TFRecords, minus the masked-LM fields.
 _RECORD_FEATURES = ("input_ids", "input_mask", "segment_ids")
@@ -72,7 +72,7 @@ def write_pretraining_tfrecords(
     Example:
 
     >>> import os, tempfile
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> corpus = os.path.join(tempfile.mkdtemp(), "corpus.txt")
     >>> _ = open(corpus, "w").write("The fox runs.\\nThe fox sleeps.\\n\\nThe dog runs.\\n")
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox",

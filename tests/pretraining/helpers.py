@@ -3,7 +3,7 @@ from (`write_corpus`), a dataset of it, and checks of the google-research pair r
 
 import numpy as np
 
-from keras_bert_core.text.pretraining_data import pretraining_dataset
+from keras_bert_core.pretraining.data import pretraining_dataset
 
 NUM_DOCS, SEQ_LENGTH, BATCH, SLOTS = 90, 32, 8, 5
 # Sentence j of document i reads "di sj di sj ...": every token tells where it came from.

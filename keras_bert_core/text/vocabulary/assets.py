@@ -12,7 +12,7 @@ copies, `.keras` files written before) the config holds the vocabulary inline, a
 """
 
 from keras_bert_core.keras_internals import writing_keras_file
-from keras_bert_core.text.vocabulary_files import (
+from keras_bert_core.text.vocabulary.files import (
     BYTE_PAIR,
     find_vocabulary,
     tokenizer_kind,
@@ -29,7 +29,7 @@ class VocabularyAssets:
 
     Example:
     >>> import os, tempfile
-    >>> from keras_bert_core.text.tokenizer import BertTokenizer
+    >>> from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox"]
     >>> folder = tempfile.mkdtemp()
     >>> BertTokenizer(vocab).save_assets(folder)

@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.text.pretraining_data import pretraining_dataset
-from keras_bert_core.text.pretraining_tfrecords import (
+from keras_bert_core.pretraining.data import pretraining_dataset
+from keras_bert_core.pretraining.tfrecords import (
     read_pretraining_tfrecords,
     tfrecords_pair_task,
     write_pretraining_tfrecords,
 )
-from tests.text.pretraining_helpers import (
+from tests.pretraining.helpers import (
     BATCH,
     SEQ_LENGTH,
     SLOTS,

@@ -1,7 +1,7 @@
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.text.pretraining_pairs import _pair_instances
+from keras_bert_core.pretraining.pairs import _pair_instances
 
 
 def pair_instances(doc_lengths, seed, max_num_tokens=20, short_seq_prob=0.0,

@@ -41,20 +41,21 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_core.text.bpe_vocabulary import (
+from keras_bert_core.text.byte_pair.vocabulary import (
     bytes_to_unicode,
     load_bpe_merges,
     load_bpe_vocabulary,
 )
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
-from keras_bert_core.text.vocabulary_assets import VocabularyAssets
+from keras_bert_core.text.vocabulary.assets import VocabularyAssets
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
 # is ASCII only.
 _WHITESPACE = r"\t\n\x0b\f\r \x{85}\p{Z}"
 # Letters and digits of Unicode 16 that RE2's tables in TensorFlow lack (found by comparing
-# every code point with the reference; tests/text/test_bpe_tokenizer.py keeps that check).
+# every code point with the reference; tests/text/byte_pair/test_byte_pair_tokenizer.py keeps
+# that check).
 _NEWER_LETTERS = (
     r"\x{1c89}-\x{1c8a}\x{a7cb}-\x{a7cd}\x{a7da}-\x{a7dc}\x{105c0}-\x{105f3}\x{10d4a}-\x{10d65}"
     r"\x{10d6f}-\x{10d85}\x{10ec2}-\x{10ec4}\x{11380}-\x{11389}\x{1138b}\x{1138e}"

@@ -71,7 +71,7 @@ from keras_bert_core.text.string_batches import (
     keep_static_batch_size,
 )
 from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
-from keras_bert_core.text.vocabulary_assets import VocabularyAssets
+from keras_bert_core.text.vocabulary.assets import VocabularyAssets
 
 # What ALBERT's preprocessing does with a character (the table's low 3 bits).
 _SAME, _MAPPED, _SPACE, _BACKTICK, _APOSTROPHE, _SIGMA = range(6)

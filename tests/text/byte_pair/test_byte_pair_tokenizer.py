@@ -3,7 +3,6 @@ graph ops, SavedModel and config round trips."""
 
 import bisect
 import json
-import pathlib
 import random
 import re
 
@@ -16,12 +15,12 @@ from keras_bert_core.export import (
     saved_model_op_types,
     unsupported_tf_serving_ops,
 )
-from keras_bert_core.text import bpe_tokenizer as bpe_module
-from keras_bert_core.text.bpe_tokenizer import BytePairTokenizer
-from keras_bert_core.text.bpe_vocabulary import bytes_to_unicode
-from tests.text.fuzz_texts import as_reference_text, fuzz_texts, tokenizer_corpus
+from keras_bert_core.text.byte_pair import byte_pair_tokenizer as bpe_module
+from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
+from keras_bert_core.text.byte_pair.vocabulary import bytes_to_unicode
+from tests.text.fuzz_texts import DATA, as_reference_text, fuzz_texts, tokenizer_corpus
 
-FIXTURE = pathlib.Path(__file__).with_name("data") / "bpe"
+FIXTURE = DATA / "bpe"
 VOCAB_FILE = str(FIXTURE / "vocab.json")
 MERGES_FILE = str(FIXTURE / "merges.txt")
 # Beyond the corpus: contractions, numbers, punctuation runs, whitespace runs of every kind

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.text.masking import MaskedLMMasker
+from keras_bert_core.pretraining.masking import MaskedLMMasker
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"[unused{i}]" for i in range(5)]
 VOCAB = SPECIALS + [f"w{i}" for i in range(300)] + [f"##p{i}" for i in range(100)]
@@ -302,7 +302,7 @@ def test_masks_whole_words_of_roberta_and_albert_vocabularies(kind):
 
     from keras_bert_core.text import BytePairTokenizer, SentencePieceTokenizer
 
-    data = os.path.join(os.path.dirname(__file__), "data")
+    data = os.path.join(os.path.dirname(os.path.dirname(__file__)), "text", "data")
     if kind == "bpe":
         tokenizer = BytePairTokenizer(os.path.join(data, "bpe", "vocab.json"),
                                       os.path.join(data, "bpe", "merges.txt"))

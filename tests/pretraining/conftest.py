@@ -2,8 +2,8 @@
 
 import pytest
 
-from keras_bert_core.text.tokenizer import BertTokenizer
-from tests.text.pretraining_helpers import VOCAB, make_dataset, write_corpus
+from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
+from tests.pretraining.helpers import VOCAB, make_dataset, write_corpus
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ packed rows (it selects only where `padding_mask > 0`, whatever the document id)
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.text.pretraining_pairs import sentence_pairs
+from keras_bert_core.pretraining.pairs import sentence_pairs
 
 _NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -175,7 +175,7 @@ def packed_corpus_dataset(files, tokenizer, seq_length, batch_size, masker, seed
 
     Args:
         files: text files or glob patterns, one sentence a line, documents apart by blank
-            lines (as `pretraining_pairs.sentence_pairs` reads them).
+            lines (as `pretraining.pairs.sentence_pairs` reads them).
         tokenizer: the tokenizer layer (`BertPreprocessor(...).tokenizer`).
         seq_length, batch_size: the rows' length and count per batch.
         masker: the `MaskedLMMasker` that masks each batch.

@@ -1,4 +1,4 @@
-from keras_bert_core.text.pretraining_corpus import read_documents
+from keras_bert_core.pretraining.corpus import read_documents
 
 
 def test_documents_stream_across_blocks(tmp_path):

@@ -4,8 +4,8 @@ import pytest
 
 import keras_bert_core as kbc
 from keras_bert_core.models import BertPretrainer
-from keras_bert_core.text.masking import MaskedLMMasker
-from keras_bert_core.text.pretraining_packing import pack_sequences, packed_dataset
+from keras_bert_core.pretraining.masking import MaskedLMMasker
+from keras_bert_core.pretraining.packing import pack_sequences, packed_dataset
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(95)]
 CLS, SEP = 2, 3

@@ -1,8 +1,8 @@
 import pytest
 
 from keras_bert_core.cli import demo_corpus
-from keras_bert_core.text.tokenizer import BertTokenizer
-from keras_bert_core.text.vocab_learning import _fit_to_size, learn_wordpiece_vocab
+from keras_bert_core.text.vocabulary.learning import _fit_to_size, learn_wordpiece_vocab
+from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

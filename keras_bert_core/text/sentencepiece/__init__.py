@@ -1,0 +1,1 @@
+"""The SentencePiece tokenizer of ALBERT and its `spiece.model`."""

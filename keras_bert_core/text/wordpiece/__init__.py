@@ -1,0 +1,1 @@
+"""The WordPiece tokenizer of BERT and DistilBERT (`bert_tokenizer`) and its `vocab.txt`."""
