@@ -10,7 +10,7 @@ import re
 import keras
 import tensorflow as tf
 
-from keras_bert_core.text.wordpiece.vocabulary import load_vocabulary
+from keras_bert_core.text.vocabulary.wordpiece_vocabulary import load_vocabulary
 
 # "[PAD]", "[CLS]", "[unused17]"...: bracketed tokens are never selected or drawn as random ids.
 _SPECIAL_TOKEN = re.compile(r"^\[[^\[\]\s]+\]$")

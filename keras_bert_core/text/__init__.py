@@ -10,8 +10,8 @@ from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
+from keras_bert_core.text.vocabulary.wordpiece_vocabulary import SPECIAL_TOKENS, load_vocabulary
 from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
-from keras_bert_core.text.wordpiece.vocabulary import SPECIAL_TOKENS, load_vocabulary
 
 __all__ = [
     "BertPacker",

@@ -103,7 +103,7 @@ class BertPreprocessor(keras.layers.Layer):
     ([[2, 5, 8, 3, 6, 7, 9, 3]], [[0, 0, 0, 0, 1, 1, 1, 1]])
 
     A byte-level BPE vocabulary (RoBERTa's layout):
-    >>> from keras_bert_core.text.byte_pair.vocabulary import bytes_to_unicode
+    >>> from keras_bert_core.text.vocabulary.byte_pair_vocabulary import bytes_to_unicode
     >>> bpe_vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4}
     >>> bpe_vocab.update({s: 5 + b for b, s in bytes_to_unicode().items()})
     >>> bpe_vocab.update({"ox": 261, "Ġf": 262, "Ġfox": 263})

@@ -21,7 +21,7 @@ from keras_bert_core.cli.demo_corpus import (
 )
 from keras_bert_core.pretraining import pretraining_dataset
 from keras_bert_core.text import BertTokenizer
-from keras_bert_core.text.wordpiece.vocabulary import SPECIAL_TOKENS
+from keras_bert_core.text.vocabulary.wordpiece_vocabulary import SPECIAL_TOKENS
 from tests.helpers import cross_entropy
 
 VOCAB_SIZE, SEQ = 60, 24

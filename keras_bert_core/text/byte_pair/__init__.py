@@ -1,2 +1,2 @@
-"""The byte-level BPE tokenizer of RoBERTa (`byte_pair_tokenizer`) and its `vocab.json`
-and `merges.txt` (`vocabulary`)."""
+"""The byte-level BPE tokenizer of RoBERTa (`byte_pair_tokenizer`); its `vocab.json` and
+`merges.txt` are read by `text.vocabulary.byte_pair_vocabulary`."""

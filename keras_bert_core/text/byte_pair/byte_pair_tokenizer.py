@@ -41,14 +41,14 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_core.text.byte_pair.vocabulary import (
+from keras_bert_core.text.special_tokens import SpecialTokenIds
+from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
+from keras_bert_core.text.vocabulary.assets import VocabularyAssets
+from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
     bytes_to_unicode,
     load_bpe_merges,
     load_bpe_vocabulary,
 )
-from keras_bert_core.text.special_tokens import SpecialTokenIds
-from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
-from keras_bert_core.text.vocabulary.assets import VocabularyAssets
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
 # is ASCII only.

@@ -1,2 +1,3 @@
-"""Vocabulary files of every tokenizer: found and written (`files`), kept as `.keras` assets
-(`assets`), learned from text files (`learning`)."""
+"""Vocabulary files of every tokenizer: read (`wordpiece_vocabulary`, `byte_pair_vocabulary`;
+a SentencePiece model is read by its tokenizer), found and written (`files`), kept as
+`.keras` assets (`assets`), learned from text files (`learning`)."""

@@ -13,7 +13,7 @@ from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import (
 
 from keras_bert_core.extras import require
 from keras_bert_core.text.corpus_files import expand_text_files
-from keras_bert_core.text.wordpiece.vocabulary import SPECIAL_TOKENS
+from keras_bert_core.text.vocabulary.wordpiece_vocabulary import SPECIAL_TOKENS
 
 # Characters BertTokenizer deletes: control (except tab and newlines), format, private use,
 # U+FFFD.

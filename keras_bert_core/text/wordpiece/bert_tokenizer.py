@@ -63,7 +63,7 @@ from keras_bert_core.text.string_batches import (
 )
 from keras_bert_core.text.tflite_tokenization import TfliteWordpieces, row_ids
 from keras_bert_core.text.vocabulary.assets import VocabularyAssets
-from keras_bert_core.text.wordpiece.vocabulary import load_vocabulary
+from keras_bert_core.text.vocabulary.wordpiece_vocabulary import load_vocabulary
 
 # Lines that FastWordpieceTokenize's own pre-tokenization splits exactly as the reference:
 # ASCII has no accents, no CJK and one case mapping, and its punctuation is the same in

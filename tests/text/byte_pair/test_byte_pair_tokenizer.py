@@ -17,7 +17,7 @@ from keras_bert_core.export import (
 )
 from keras_bert_core.text.byte_pair import byte_pair_tokenizer as bpe_module
 from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
-from keras_bert_core.text.byte_pair.vocabulary import bytes_to_unicode
+from keras_bert_core.text.vocabulary.byte_pair_vocabulary import bytes_to_unicode
 from tests.text.fuzz_texts import DATA, as_reference_text, fuzz_texts, tokenizer_corpus
 
 FIXTURE = DATA / "bpe"
