@@ -54,8 +54,7 @@ from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
 # is ASCII only.
 _WHITESPACE = r"\t\n\x0b\f\r \x{85}\p{Z}"
 # Letters and digits of Unicode 16 that RE2's tables in TensorFlow lack (found by comparing
-# every code point with the reference; tests/text/byte_pair/test_byte_pair_tokenizer.py keeps
-# that check).
+# every code point with the reference; tests/text/byte_pair keeps that check).
 _NEWER_LETTERS = (
     r"\x{1c89}-\x{1c8a}\x{a7cb}-\x{a7cd}\x{a7da}-\x{a7dc}\x{105c0}-\x{105f3}\x{10d4a}-\x{10d65}"
     r"\x{10d6f}-\x{10d85}\x{10ec2}-\x{10ec4}\x{11380}-\x{11389}\x{1138b}\x{1138e}"
