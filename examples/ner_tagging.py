@@ -18,8 +18,12 @@ from _setup import encoder_and_vocab  # examples/_setup.py
 
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.optimizers import create_optimizer
-from keras_bert_core.tasks.conll import entity_scores, load_conll
-from keras_bert_core.tasks.token_classification import predictions_to_tags, tagging_features
+from keras_bert_core.tasks.token_classification import (
+    entity_scores,
+    load_conll,
+    predictions_to_tags,
+    tagging_features,
+)
 from keras_bert_core.text import BertTokenizer
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "text" / "data" / "tasks"

@@ -19,8 +19,12 @@ from _setup import encoder_and_vocab  # examples/_setup.py
 
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.optimizers import create_optimizer
-from keras_bert_core.tasks.question_answering import answers, squad_features
-from keras_bert_core.tasks.squad import load_squad, squad_metrics
+from keras_bert_core.tasks.question_answering import (
+    answers,
+    load_squad,
+    squad_features,
+    squad_metrics,
+)
 from keras_bert_core.text import BertTokenizer
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "tests" / "text" / "data" / "tasks"

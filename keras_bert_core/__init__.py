@@ -60,8 +60,8 @@ _EXPORTS = {
     "convert_checkpoint": "keras_bert_core.checkpoints",
     "read_pretraining_head_weights": "keras_bert_core.checkpoints",
     "save_google_research_checkpoint": "keras_bert_core.checkpoints",
-    "from_preset": "keras_bert_core.checkpoints",
-    "save_to_preset": "keras_bert_core.checkpoints",
+    "from_preset": "keras_bert_core.presets",
+    "save_to_preset": "keras_bert_core.presets",
     "CheckpointError": "keras_bert_core.errors",
     "CheckpointMismatchError": "keras_bert_core.errors",
     "TrainingError": "keras_bert_core.errors",
@@ -71,8 +71,8 @@ __all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 # Subpackages load on first use too (`kbc.training.distribution_strategy(...)`).
-_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "pretraining", "tasks",
-                "text", "training")
+_SUBPACKAGES = ("checkpoints", "cli", "export", "layers", "models", "presets", "pretraining",
+                "tasks", "text", "training")
 
 
 def __getattr__(name):

@@ -19,17 +19,9 @@ SEAMS = {"keras_bert_core/keras_internals.py", "keras_bert_core/tensorflow_inter
 KNOWN_CYCLES = {
     frozenset({"keras_bert_core.text.character_normalization",
                "keras_bert_core.text.character_table"}),
-    frozenset({"keras_bert_core.tasks.classification", "keras_bert_core.tasks.multiple_choice",
-               "keras_bert_core.tasks.question_answering", "keras_bert_core.tasks.serving",
-               "keras_bert_core.tasks.token_classification"}),
-    frozenset({"keras_bert_core.checkpoints.loader", "keras_bert_core.checkpoints.presets"}),
-    frozenset({"keras_bert_core.cli", "keras_bert_core.cli.common"}),
 }
 KNOWN_LONG_MODULES = {
     "keras_bert_core/text/sentencepiece/sentencepiece_tokenizer.py": 1133,
-    "keras_bert_core/checkpoints/presets.py": 609,
-    "keras_bert_core/cli/common.py": 560,
-    "keras_bert_core/tasks/question_answering.py": 460,
     "keras_bert_core/models/task.py": 447,
     "keras_bert_core/cli/tasks.py": 435,
     "keras_bert_core/text/byte_pair/byte_pair_tokenizer.py": 413,

@@ -1,7 +1,6 @@
 """Load pretrained BERT weights: Hugging Face safetensors, google-research TF1 checkpoints,
-TF Model Garden TF2 checkpoints, keras-hub presets and `.keras` files. Never unpickles.
-Presets (`save_to_preset`, `from_preset`): a model with its vocabulary, casing, sequence
-length, labels and model card in one folder."""
+TF Model Garden TF2 checkpoints, keras-hub presets and `.keras` files (our preset folders'
+model.keras among them: `keras_bert_core.presets` reads the rest). Never unpickles."""
 
 from keras_bert_core.checkpoints.google_research import save_google_research_checkpoint
 from keras_bert_core.checkpoints.loader import (
@@ -13,12 +12,6 @@ from keras_bert_core.checkpoints.loader import (
     load_pretrainer,
     read_pretraining_head_weights,
 )
-from keras_bert_core.checkpoints.presets import (
-    from_preset,
-    is_preset,
-    read_preset,
-    save_to_preset,
-)
 from keras_bert_core.checkpoints.weights import encoder_variables
 from keras_bert_core.errors import CheckpointError, CheckpointMismatchError
 
@@ -29,13 +22,9 @@ __all__ = [
     "convert_checkpoint",
     "detect_format",
     "encoder_variables",
-    "from_preset",
-    "is_preset",
     "load_checkpoint",
     "load_head_weights",
     "load_pretrainer",
     "read_pretraining_head_weights",
-    "read_preset",
     "save_google_research_checkpoint",
-    "save_to_preset",
 ]

@@ -1,4 +1,5 @@
-"""`.keras` files: a saved `BertEncoder`, or a task model with one inside."""
+"""`.keras` files: a saved `BertEncoder`, or a task model with one inside; and the
+model.keras of a preset folder (`keras_bert_core.presets`), which loads as one."""
 
 from __future__ import annotations
 
@@ -9,9 +10,24 @@ from keras_bert_core.checkpoints.readers import describe_error
 from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models import BertEncoder
 
+# A preset folder holds its model as model.keras beside preset.json (the rest of the
+# folder is `keras_bert_core.presets`' business: checkpoints read only the model).
+PRESET_FILE = "preset.json"
+MODEL_FILE = "model.keras"
+
 
 def matches(path):
     return path.endswith(".keras")
+
+
+def is_preset_folder(path):
+    """Whether `path` is a preset folder (it holds preset.json)."""
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, PRESET_FILE))
+
+
+def model_of_preset(path):
+    """The model.keras of a preset folder, other paths as they are."""
+    return os.path.join(path, MODEL_FILE) if is_preset_folder(path) else path
 
 
 def find_model(model, cls):

@@ -11,7 +11,6 @@ from keras_bert_core.checkpoints import (
     keras_file,
     keras_hub,
     model_garden,
-    presets,
 )
 from keras_bert_core.checkpoints.readers import TFCheckpointReader, tf_checkpoint_prefix
 from keras_bert_core.errors import CheckpointError
@@ -35,7 +34,7 @@ def detect_format(path):
     Raises:
         CheckpointError: saying what was looked for, when nothing matches.
     """
-    path = _model_of_preset(os.fspath(path))
+    path = keras_file.model_of_preset(os.fspath(path))
     if os.path.isfile(path) and keras_file.matches(path):
         return "keras"
     if keras_hub.matches(path):
@@ -85,18 +84,13 @@ def load_checkpoint(path, config=None):
     >>> config.hidden_size
     128
     """
-    path = _model_of_preset(os.fspath(path))
+    path = keras_file.model_of_preset(os.fspath(path))
     fmt = detect_format(path)
     if fmt == "keras":
         if config is not None:
             raise ValueError(f"{path}: a .keras file carries its own config; do not pass config=")
         return keras_file.load(path)
     return _MODULES[fmt].load(path, config)
-
-
-def _model_of_preset(path):
-    """The model.keras of a preset folder, other paths as they are."""
-    return os.path.join(path, presets.MODEL_FILE) if presets.is_preset(path) else path
 
 
 def read_pretraining_head_weights(path):
@@ -134,7 +128,7 @@ def load_pretrainer(path, config=None):
     Returns:
         `(pretrainer, config)`.
     """
-    path = _model_of_preset(os.fspath(path))
+    path = keras_file.model_of_preset(os.fspath(path))
     fmt = detect_format(path)
     if fmt == "keras" and config is None:
         pretrainer = keras_file.find_model(keras_file.load_model(path), BertPretrainer)

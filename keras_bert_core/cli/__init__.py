@@ -117,7 +117,7 @@ def user_error_message(error):
 
 
 def main(argv=None):
-    from keras_bert_core.cli.common import load_tensorflow_quietly, quiet_messages
+    from keras_bert_core.cli.messages import load_tensorflow_quietly, quiet_messages
 
     parser = build_parser()
     args = parser.parse_args(argv)  # loads no TensorFlow

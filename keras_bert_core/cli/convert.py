@@ -6,7 +6,8 @@ import os
 import shutil
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import checkpoint_folder, model_path, say, stage
+from keras_bert_core.cli.messages import say, stage
+from keras_bert_core.cli.model_building import checkpoint_folder, model_path
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.files import replaced_when_complete
 

@@ -25,16 +25,6 @@ import time
 import numpy as np
 
 from keras_bert_core.cli import pretrain
-from keras_bert_core.cli.common import (
-    VOCAB_FILE,
-    TrainingOptions,
-    compile_for_training,
-    progress,
-    say,
-    stage,
-    training_scope,
-    training_strategy,
-)
 from keras_bert_core.cli.comparison import export_latency, median_ms
 from keras_bert_core.cli.demo_corpus import (
     TOPICS,
@@ -45,9 +35,17 @@ from keras_bert_core.cli.demo_corpus import (
 from keras_bert_core.cli.distill import distill
 from keras_bert_core.cli.export import export, tflite_file
 from keras_bert_core.cli.finetune import finetune
+from keras_bert_core.cli.messages import progress, say, stage
+from keras_bert_core.cli.model_building import VOCAB_FILE
+from keras_bert_core.cli.options import TrainingOptions
 from keras_bert_core.cli.predict import load_tflite
 from keras_bert_core.cli.run_dir import CURVES_FILE, RunDirectory, default_run_dir
 from keras_bert_core.cli.tasks import Classify
+from keras_bert_core.cli.training_setup import (
+    compile_for_training,
+    training_scope,
+    training_strategy,
+)
 from keras_bert_core.cli.vocab import learn_vocab
 from keras_bert_core.config import BertConfig
 from keras_bert_core.extras import require

@@ -11,23 +11,23 @@ model exported to a SavedModel and a `.tflite` file: their sizes and time per te
 import os
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import (
-    MODEL_FILE,
+from keras_bert_core.cli.comparison import compare, comparison_table
+from keras_bert_core.cli.messages import say
+from keras_bert_core.cli.model_building import MODEL_FILE, model_path, run_directory_of
+from keras_bert_core.cli.options import (
     TrainingOptions,
     add_run_options,
     add_training_options,
+    positive_int,
+)
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
+from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned
+from keras_bert_core.cli.training_setup import (
     compile_for_training,
     full_batches,
-    model_path,
-    positive_int,
-    run_directory_of,
-    say,
     training_scope,
     training_strategy,
 )
-from keras_bert_core.cli.comparison import compare, comparison_table
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
-from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned
 from keras_bert_core.config import PRESETS, BertConfig
 
 # `--student` value: the teacher's every other layer, weights copied (DistilBERT's start).
@@ -118,7 +118,7 @@ def _check_student_vocabulary(choice, teacher_vocabulary, teacher_run):
 def _student(args, task, teacher):
     """The student task model (built in the training scope), and where it came from."""
     from keras_bert_core.checkpoints import load_checkpoint
-    from keras_bert_core.cli.common import under_global_dtype_policy
+    from keras_bert_core.cli.model_building import under_global_dtype_policy
     from keras_bert_core.models import BertEncoder, make_distilbert_student
 
     teacher_config = teacher.encoder.config

@@ -3,7 +3,8 @@
 import json
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import positive_int, say
+from keras_bert_core.cli.messages import say
+from keras_bert_core.cli.options import positive_int
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, load_tfds
 from keras_bert_core.files import replaced_when_complete

@@ -1,6 +1,6 @@
 """`kbc export`: a fine-tuned model as a SavedModel (TF Serving) and/or TFLite files, both
 taking raw text (RoBERTa's TFLite files take token ids: its byte-level BPE tokenizer has no
-TFLite ops), and/or a preset folder (`keras_bert_core.checkpoints.presets`) that
+TFLite ops), and/or a preset folder (`keras_bert_core.presets`) that
 `kbc.from_preset` loads and `kbc export`, `predict`, `evaluate` and `finetune --checkpoint`
 take as they take the run."""
 
@@ -8,7 +8,8 @@ import contextlib
 import os
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import run_directory_of, say, stage
+from keras_bert_core.cli.messages import say, stage
+from keras_bert_core.cli.model_building import run_directory_of
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import load_finetuned
 from keras_bert_core.files import replaced_when_complete
@@ -122,7 +123,7 @@ def write_preset(model, task, preprocessor, path, source=None):
     """Saves a fine-tuned model as a preset folder, with the task settings that `kbc`
     reads it by and, from `source` (its run or preset), how it was trained and its
     metrics."""
-    from keras_bert_core.checkpoints.presets import save_to_preset, training_record
+    from keras_bert_core.presets import save_to_preset, training_record
 
     training, metrics = training_record(source) if source else ({}, {})
     return save_to_preset(model, preprocessor, path, task_settings=task.settings,
@@ -149,7 +150,7 @@ def tflite_input_kind(preprocessor):
 
 def text_inputs(model, task, preprocessor):
     """The text inputs of the exported signature, in the order it packs them."""
-    from keras_bert_core.tasks.serving import serving_task
+    from keras_bert_core.tasks.serving_dispatch import serving_task
 
     return serving_task(model, preprocessor, **_task_options(task)).text_inputs
 

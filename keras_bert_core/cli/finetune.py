@@ -3,23 +3,21 @@
 import argparse
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import (
+from keras_bert_core.cli.messages import say
+from keras_bert_core.cli.model_building import (
+    build_encoder,
+    check_same_kind,
+    find_vocab,
+    make_preprocessor,
+)
+from keras_bert_core.cli.options import (
     ModelOptions,
     TrainingOptions,
     add_model_options,
     add_run_options,
     add_training_options,
     add_vocab_options,
-    build_encoder,
-    check_same_kind,
-    compile_for_training,
-    find_vocab,
-    full_batches,
-    make_preprocessor,
     positive_int,
-    say,
-    training_scope,
-    training_strategy,
 )
 from keras_bert_core.cli.run_dir import (
     LORA_FILE,
@@ -28,6 +26,12 @@ from keras_bert_core.cli.run_dir import (
     resumed_arguments,
 )
 from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
+from keras_bert_core.cli.training_setup import (
+    compile_for_training,
+    full_batches,
+    training_scope,
+    training_strategy,
+)
 
 DEFAULT_SEQ_LENGTH = 128
 
@@ -51,10 +55,7 @@ def add_arguments(parser):
                       seq_length_help=f"(default: the length --checkpoint was trained with, "
                                       f"if it is a preset or a fine-tuning or distillation "
                                       f"run, else {DEFAULT_SEQ_LENGTH})",
-                      vocab_help="the vocabulary: a WordPiece vocab.txt, a byte-level BPE "
-                                 "vocab.json (merges.txt beside it), a SentencePiece .model, or "
-                                 "a folder holding one (default: the one in --checkpoint's "
-                                 "folder)")
+                      vocab_note=" (default: the one in --checkpoint's folder)")
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="pretrained weights: a Hugging Face folder (BERT, RoBERTa, "
                              "ALBERT, DistilBERT), a google-research or Model Garden "
@@ -174,8 +175,8 @@ def _checkpoint_seq_length(checkpoint):
     None."""
     if not checkpoint:
         return None
-    from keras_bert_core.checkpoints.presets import trained_seq_length
     from keras_bert_core.errors import CheckpointError
+    from keras_bert_core.presets import trained_seq_length
 
     try:
         return trained_seq_length(checkpoint)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import native_log_hidden, progress, say
+from keras_bert_core.cli.messages import native_log_hidden, progress, say
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
 from keras_bert_core.extras import require

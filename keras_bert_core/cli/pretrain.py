@@ -5,34 +5,38 @@ documents (`--pack`); or writing a text corpus's rows as TFRecords (`--write-tfr
 import os
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import (
+from keras_bert_core.cli.messages import say
+from keras_bert_core.cli.model_building import (
+    build_encoder,
+    check_fits,
+    check_same_kind,
+    find_vocab,
+    make_preprocessor,
+    model_path,
+    model_source,
+    new_config,
+    under_global_dtype_policy,
+    vocabulary_size,
+)
+from keras_bert_core.cli.options import (
     ModelOptions,
     TrainingOptions,
     add_model_options,
     add_run_options,
     add_training_options,
     add_vocab_options,
-    build_encoder,
-    check_fits,
-    check_same_kind,
-    compile_for_training,
-    find_vocab,
-    make_preprocessor,
-    model_path,
-    model_source,
-    new_config,
     positive_int,
-    say,
-    training_scope,
-    training_strategy,
-    under_global_dtype_policy,
-    vocabulary_size,
 )
 from keras_bert_core.cli.run_dir import (
     RunDirectory,
     claim_output,
     default_run_dir,
     resumed_arguments,
+)
+from keras_bert_core.cli.training_setup import (
+    compile_for_training,
+    training_scope,
+    training_strategy,
 )
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
@@ -45,11 +49,8 @@ def add_arguments(parser):
         help="text files or globs (one sentence a line, a blank line between documents), "
              "or .tfrecord shards written by write_pretraining_tfrecords")
     add_vocab_options(parser, seq_length=128,
-                      vocab_help="the vocabulary: a WordPiece vocab.txt (BERT, DistilBERT), a "
-                                 "byte-level BPE vocab.json with merges.txt beside it "
-                                 "(RoBERTa), a SentencePiece .model (ALBERT), or a folder "
-                                 "holding one; learn one with `kbc vocab --kind`. Rows are "
-                                 "packed as its family packs them. Default: the one in "
+                      vocab_note="; learn one with `kbc vocab --kind`. Rows are packed "
+                                 "as its family packs them. Default: the one in "
                                  "--checkpoint's folder")
     parser.add_argument("--max-predictions", type=positive_int,
                         help="masked-LM predictions per sequence (default: 15%% of "

@@ -41,7 +41,8 @@ import time
 
 from keras_bert_core import __version__
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import CONFIG_FILE, MODEL_FILE, VOCAB_FILE, say
+from keras_bert_core.cli.messages import say
+from keras_bert_core.cli.model_building import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
 from keras_bert_core.extras import require
 from keras_bert_core.files import overlaps, partial_path, remove, replaced_when_complete
 

@@ -10,7 +10,7 @@ import os
 import sys
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import MODEL_FILE, model_path, run_directory_of
+from keras_bert_core.cli.model_building import MODEL_FILE, model_path, run_directory_of
 from keras_bert_core.cli.run_dir import RunDirectory
 
 # Task options and their defaults; `evaluate` and `predict` default to the training run's.
@@ -195,7 +195,7 @@ class Squad(Task):
     name = "squad"
 
     def load(self, path, labeled=True):
-        from keras_bert_core.tasks.squad import load_squad
+        from keras_bert_core.tasks.question_answering import load_squad
 
         return load_squad(path)
 
@@ -248,7 +248,7 @@ class Squad(Task):
         with unanswerable questions also the null-score threshold with the best F1, and the
         scores at it (see `best_null_score_threshold`)."""
         from keras_bert_core.tasks.question_answering import best_null_score_threshold
-        from keras_bert_core.tasks.squad import squad_metrics
+        from keras_bert_core.tasks.question_answering.scores import squad_metrics
 
         logits = self._logits(model, data, preprocessor, batch_size)
         answers = self._answers(data, *logits)
@@ -274,18 +274,18 @@ class Ner(Task):
     name = "ner"
 
     def load(self, path, labeled=True):
-        from keras_bert_core.tasks.conll import load_conll
+        from keras_bert_core.tasks.token_classification import load_conll
 
         return load_conll(path, tag_names=self.settings.get("label_names"),
                           tag_column=-1 if labeled else None)
 
     def from_lines(self, lines):
-        from keras_bert_core.tasks.conll import TaggingData
+        from keras_bert_core.tasks.token_classification import TaggingData
 
         return TaggingData([line.split() for line in lines], None, None)
 
     def check_data(self, data, source):
-        from keras_bert_core.tasks.conll import TaggingData
+        from keras_bert_core.tasks.token_classification import TaggingData
 
         if not isinstance(data, TaggingData):
             raise UserError(f"{source} is not a tagging task; choose the --task that fits it")
@@ -308,7 +308,7 @@ class Ner(Task):
         return features.dataset(batch_size, training, seed=seed), len(features)
 
     def evaluate(self, model, data, preprocessor, batch_size):
-        from keras_bert_core.tasks.conll import entity_scores
+        from keras_bert_core.tasks.token_classification import entity_scores
 
         names = self.settings["label_names"]
         truth = [[names[tag] for tag in sentence] for sentence in data.tags]
@@ -390,9 +390,9 @@ def load_tfds(task, name, split, data_dir=None):
 
 def load_finetuned(path):
     """`(model, task, preprocessor)` of a `kbc finetune` run, given its folder or model, or
-    of a preset folder (`keras_bert_core.checkpoints.presets`)."""
+    of a preset folder (`keras_bert_core.presets`)."""
     from keras_bert_core.checkpoints.keras_file import load_model
-    from keras_bert_core.checkpoints.presets import is_preset
+    from keras_bert_core.presets import is_preset
     from keras_bert_core.text import BertPreprocessor
 
     if is_preset(path):
@@ -425,7 +425,7 @@ def load_finetuned(path):
 
 def _load_preset(path):
     """`(model, task, preprocessor)` of a preset folder that holds a task model."""
-    from keras_bert_core.checkpoints.presets import from_preset, read_preset
+    from keras_bert_core.presets import from_preset, read_preset
 
     settings = read_preset(path).get("task")
     if not settings or settings.get("name") not in TASKS:

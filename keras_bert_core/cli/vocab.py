@@ -4,7 +4,7 @@ BPE (RoBERTa) or SentencePiece (ALBERT)."""
 import glob
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.common import say, stage
+from keras_bert_core.cli.messages import say, stage
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.files import replaced_when_complete
 

@@ -17,13 +17,11 @@ from keras_bert_core.export.limits import (
 from keras_bert_core.export.op_allowlists import graph_op_types, unsupported_tf_serving_ops
 from keras_bert_core.export.warmup import write_warmup_requests
 from keras_bert_core.files import replaced_when_complete
-from keras_bert_core.tasks.serving import serving_task
+from keras_bert_core.tasks.serving_dispatch import serving_task
 from keras_bert_core.text.string_batches import cut_texts
 from keras_bert_core.text.vocabulary.files import TOKENIZER_CONFIG, write_vocabulary_files
 
 SIGNATURES = ("serving_default", "predict_ids", "tokenize")
-# The main vocabulary asset of the WordPiece tokenizer (the other kinds': VOCABULARY_FILES).
-VOCAB_ASSET = "vocab.txt"
 
 
 def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shape=False,

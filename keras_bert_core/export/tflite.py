@@ -11,7 +11,7 @@ from keras_bert_core.export.limits import MAX_TEXT_BYTES, check_limits
 from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from keras_bert_core.export.saved_model import serving_module
 from keras_bert_core.files import replaced_when_complete
-from keras_bert_core.tasks.serving import serving_task
+from keras_bert_core.tasks.serving_dispatch import serving_task
 from keras_bert_core.text.vocabulary.files import BYTE_PAIR
 
 QUANTIZATIONS = (None, "dynamic", "float16", "int8")

@@ -1,19 +1,21 @@
-"""Fine-tuning tasks, one module each: its data, features, metrics, answers and serving.
+"""Fine-tuning tasks, one module (or one folder, for a task with its own data format) each:
+its data, features, metrics, answers and serving.
 
 - `classification`: `BertClassifier` on single texts or pairs (regression too); CSV, TSV,
   JSONL or GLUE; answers: label name and probabilities, or score; served as `Classification`
   or `Regression`.
-- `question_answering`: `BertSpanLabeler`; SQuAD JSON (`squad`: examples and official
+- `question_answering/`: `BertSpanLabeler`; SQuAD JSON (`squad`: examples; `scores`: official
   scores); answers: answer text and its character offsets; served as `SpanQuestionAnswering`.
-- `token_classification`: `BertTokenClassifier`; CoNLL (`conll`: files and entity scores);
-  answers: words with their tags; served as `TokenTagging`.
+- `token_classification/`: `BertTokenClassifier`; CoNLL (`conll`: files; `scores`: entity
+  scores); answers: words with their tags; served as `TokenTagging`.
 - `multiple_choice`: `BertMultipleChoice`; JSONL; answers: chosen index, its text and the
   probabilities; served as `MultipleChoice`.
 
 `records` reads the CSV, TSV and JSON-lines files, `tfds` the benchmarks of TensorFlow
-Datasets (GLUE, SQuAD, CoNLL-2003), `serving` chooses the serving adapter of a model for the
-SavedModel and TFLite exports. Each task module's `answers` turns its model's outputs into
-JSON-ready answers; `kbc predict` prints them.
+Datasets (GLUE, SQuAD, CoNLL-2003); `serving` holds the serving adapters' base,
+`embedding` serves a bare encoder, and `serving_dispatch.serving_task` chooses the adapter of
+a model for the SavedModel and TFLite exports. Each task's `answers` turns its model's outputs
+into JSON-ready answers; `kbc predict` prints them.
 
 Example: a classifier's and a span labeler's outputs as answers (untrained tiny models here;
 a `kbc finetune` run's `model.keras` loads with `keras.saving.load_model`).
@@ -39,12 +41,12 @@ True
 
 from keras_bert_core.tasks import (
     classification,
-    conll,
+    embedding,
     multiple_choice,
     question_answering,
     records,
     serving,
-    squad,
+    serving_dispatch,
     tfds,
     token_classification,
 )
@@ -53,23 +55,28 @@ from keras_bert_core.tasks.classification import (
     classification_dataset,
     load_text_classification,
 )
-from keras_bert_core.tasks.conll import TaggingData, entity_scores, load_conll
 from keras_bert_core.tasks.multiple_choice import (
     MultipleChoiceData,
     load_multiple_choice,
     multiple_choice_dataset,
 )
 from keras_bert_core.tasks.question_answering import (
+    SquadExample,
     SquadFeatures,
     extract_answers,
+    load_squad,
     squad_features,
+    squad_metrics,
 )
 from keras_bert_core.tasks.records import read_records
-from keras_bert_core.tasks.serving import ServingTask, serving_task
-from keras_bert_core.tasks.squad import SquadExample, load_squad, squad_metrics
+from keras_bert_core.tasks.serving import ServingTask
+from keras_bert_core.tasks.serving_dispatch import serving_task
 from keras_bert_core.tasks.tfds import TFDS_TASKS, load_tfds_task
 from keras_bert_core.tasks.token_classification import (
+    TaggingData,
     TaggingFeatures,
+    entity_scores,
+    load_conll,
     predictions_to_tags,
     tagging_features,
 )
@@ -85,7 +92,7 @@ __all__ = [
     "TextClassificationData",
     "classification",
     "classification_dataset",
-    "conll",
+    "embedding",
     "entity_scores",
     "extract_answers",
     "load_conll",
@@ -100,8 +107,8 @@ __all__ = [
     "read_records",
     "records",
     "serving",
+    "serving_dispatch",
     "serving_task",
-    "squad",
     "squad_features",
     "squad_metrics",
     "tagging_features",

@@ -12,8 +12,8 @@ import numpy as np
 from keras_bert_core.errors import DataError
 from keras_bert_core.extras import require
 from keras_bert_core.tasks.classification import TextClassificationData
-from keras_bert_core.tasks.conll import TaggingData
-from keras_bert_core.tasks.squad import squad_example
+from keras_bert_core.tasks.question_answering.squad import squad_example
+from keras_bert_core.tasks.token_classification.conll import TaggingData
 
 # GLUE task -> (text feature, pair feature or None), as TFDS names them.
 GLUE_TEXT_COLUMNS = {

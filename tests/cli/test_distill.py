@@ -187,9 +187,9 @@ def test_distill_without_a_teacher_is_one_line(tmp_path):
 
 def test_export_requests_are_each_tasks_signature_inputs():
     from keras_bert_core.tasks.classification import TextClassificationData
-    from keras_bert_core.tasks.conll import TaggingData
     from keras_bert_core.tasks.multiple_choice import MultipleChoiceData
-    from keras_bert_core.tasks.squad import SquadExample
+    from keras_bert_core.tasks.question_answering import SquadExample
+    from keras_bert_core.tasks.token_classification import TaggingData
 
     def task(name):
         return TASKS[name]({"seq_length": 16})

@@ -15,12 +15,8 @@ import numpy as np
 import pytest
 
 from keras_bert_core.cli import UserError, build_parser
-from keras_bert_core.cli.common import (
-    OPTIMIZERS,
-    STRATEGIES,
-    TrainingOptions,
-    compile_for_training,
-)
+from keras_bert_core.cli.options import OPTIMIZERS, STRATEGIES, TrainingOptions
+from keras_bert_core.cli.training_setup import compile_for_training
 from tests.cli.conftest import DATA, VOCAB, assert_one_line_error
 
 # kbc's own default for TensorFlow's log, not the test session's.
@@ -48,7 +44,7 @@ def saved_optimizer(run_dir):
 
 
 def test_the_choices_are_the_library_s():
-    # common.py spells them out so that `kbc --help` loads no TensorFlow.
+    # cli/options.py spells them out so that `kbc --help` loads no TensorFlow.
     from keras_bert_core import optimizers
     from keras_bert_core.training import distribution
 

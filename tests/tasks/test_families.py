@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_core.tasks.conll import TaggingData
-from keras_bert_core.tasks.question_answering import SpanQuestionAnswering, squad_features
-from keras_bert_core.tasks.squad import SquadExample
-from keras_bert_core.tasks.token_classification import TokenTagging, tagging_features
+from keras_bert_core.tasks.question_answering import (
+    SpanQuestionAnswering,
+    SquadExample,
+    squad_features,
+)
+from keras_bert_core.tasks.token_classification import TaggingData, TokenTagging, tagging_features
 from keras_bert_core.text.preprocessor import BertPreprocessor
 
 FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",

@@ -9,8 +9,10 @@ from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.tasks import (
     classification,
+    embedding,
     question_answering,
     serving,
+    serving_dispatch,
     token_classification,
 )
 from keras_bert_core.text.preprocessor import BertPreprocessor
@@ -30,13 +32,13 @@ def test_the_task_follows_the_model_class(char_vocab_file):
          ("question", "context")),
         (BertTokenClassifier(encoder, num_classes=3), {}, token_classification.TokenTagging,
          ("text",)),
-        (encoder, {}, serving.Embedding, ("text",)),
+        (encoder, {}, embedding.SentenceEmbedding, ("text",)),
         (bag_of_words_model(len(preprocessor.vocabulary)), {}, serving.RawOutputs, ("text",)),
     ]
     for model, options, kind, inputs in cases:
-        task = serving.serving_task(model, preprocessor, **options)
+        task = serving_dispatch.serving_task(model, preprocessor, **options)
         assert type(task) is kind and task.text_inputs == inputs, model.name
-    regression = serving.serving_task(cases[2][0], preprocessor)
+    regression = serving_dispatch.serving_task(cases[2][0], preprocessor)
     assert regression.outputs(tf.constant([[0.5], [2.0]]), None)["score"].numpy().tolist() == [
         0.5, 2.0]
     small = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100,
@@ -44,6 +46,6 @@ def test_the_task_follows_the_model_class(char_vocab_file):
     with pytest.raises(ValueError, match=f"vocabulary has {len(preprocessor.vocabulary)} "
                                          "tokens but the model's word embeddings have only "
                                          "100 rows"):
-        serving.serving_task(BertClassifier(small, num_classes=2), preprocessor)
+        serving_dispatch.serving_task(BertClassifier(small, num_classes=2), preprocessor)
     with pytest.raises(ValueError, match="max_answer_length must be a positive integer"):
-        serving.serving_task(cases[3][0], preprocessor, max_answer_length=0)
+        serving_dispatch.serving_task(cases[3][0], preprocessor, max_answer_length=0)

@@ -11,7 +11,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_bert_core.errors import DataError
-from keras_bert_core.tasks.squad import SquadExample
+from keras_bert_core.tasks.question_answering import SquadExample
 from keras_bert_core.tasks.tfds import GLUE_TEXT_COLUMNS, TFDS_TASKS, load_tfds_task
 
 

@@ -3,9 +3,10 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_core.tasks.conll import TaggingData, load_conll
+from keras_bert_core.models.metrics import IGNORE_LABEL
 from keras_bert_core.tasks.token_classification import (
-    IGNORE_LABEL,
+    TaggingData,
+    load_conll,
     predictions_to_tags,
     tagging_features,
 )

@@ -4,7 +4,7 @@ import random
 import pytest
 
 from keras_bert_core.errors import DataError
-from keras_bert_core.tasks.conll import entity_scores, get_entities, load_conll
+from keras_bert_core.tasks.token_classification import entity_scores, get_entities, load_conll
 from tests.tasks.helpers import DATA
 
 

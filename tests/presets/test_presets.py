@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import keras_bert_core as kbc
-from keras_bert_core.checkpoints import CheckpointError, read_preset
-from keras_bert_core.checkpoints.presets import FORMAT_VERSION
+from keras_bert_core.errors import CheckpointError
+from keras_bert_core.presets import FORMAT_VERSION, read_preset
 
-FAMILIES = os.path.join(os.path.dirname(__file__), "data", "families")
+FAMILIES = os.path.join(os.path.dirname(__file__), "..", "checkpoints", "data", "families")
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "good", "bad", "film", "plot",
          "was", "hello", "Hello", "world", ".", ","]
 CONFIG = kbc.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_layers=1, num_heads=2,
@@ -374,7 +374,7 @@ def test_folders_that_are_not_presets_name_what_is_missing(trained_classifier, t
 
 
 def test_trained_seq_length_is_a_task_models_own(tmp_path):
-    from keras_bert_core.checkpoints.presets import FORMAT, trained_seq_length
+    from keras_bert_core.presets import FORMAT, trained_seq_length
 
     folders = {
         "preset": ("preset.json", {"format": FORMAT, "format_version": FORMAT_VERSION,

@@ -3,10 +3,11 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_core.tasks.question_answering import extract_answers, squad_features
-from keras_bert_core.tasks.squad import (
+from keras_bert_core.tasks.question_answering import (
     SquadExample,
+    extract_answers,
     load_squad,
+    squad_features,
     squad_metrics,
 )
 from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from keras_bert_core.errors import DataError
-from keras_bert_core.tasks.squad import (
+from keras_bert_core.tasks.question_answering import (
     SquadExample,
     exact_match_score,
     f1_score,
