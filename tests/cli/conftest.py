@@ -48,7 +48,8 @@ def _in_process(capture, monkeypatch):
             if cwd is not None:
                 patch.chdir(cwd)
             if stdin is not None:
-                patch.setattr("sys.stdin", io.StringIO(stdin))
+                patch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)) if isinstance(
+                    stdin, bytes) else io.StringIO(stdin))
             code = main([str(arg) for arg in argv])
         out, err = capture.readouterr()
         return Result(code, out, err)
@@ -58,8 +59,8 @@ def _in_process(capture, monkeypatch):
 
 @pytest.fixture
 def kbc(capsys, monkeypatch):
-    """Runs `kbc ARGS...` in this process (in folder `cwd=`, reading `stdin=` text if
-    given); returns its exit code, stdout and stderr."""
+    """Runs `kbc ARGS...` in this process (in folder `cwd=`, reading `stdin=`, text or
+    bytes, if given); returns its exit code, stdout and stderr."""
     return _in_process(capsys, monkeypatch)
 
 

@@ -1,6 +1,7 @@
-"""`kbc export` and `kbc predict` at the deployment end, each in a new process (an import
-this test process made, tensorflow_text's among them, would hide a missing one): exports
-serve, bad input and broken exports get one line, and --overwrite never replaces an input."""
+"""`kbc export` and `kbc predict` at the deployment end: exports serve and broken exports get
+one line, each in a new process (an import this test process made, tensorflow_text's among
+them, would hide a missing one); bad input and options get one line, and --overwrite never
+replaces an input."""
 
 import json
 import os
@@ -47,22 +48,22 @@ def test_predict_serves_an_export_in_a_new_process(export_dir, model):
     (b" \n\n", "standard input is empty"),
     (b"good film\nbad \xff film\n", "standard input is not UTF-8 text (line 2: byte 0xff)"),
 ])
-def test_bad_standard_input(export_dir, stdin, message):
-    assert_user_error(kbc_process("predict", export_dir / "model.tflite", stdin=stdin),
+def test_bad_standard_input(kbc, export_dir, stdin, message):
+    assert_user_error(kbc("predict", export_dir / "model.tflite", stdin=stdin),
                       "kbc predict: error: ", message)
 
 
 @pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
-def test_run_options_on_an_export_are_refused(export_dir, model):
+def test_run_options_on_an_export_are_refused(kbc, export_dir, model):
     # The export answers as it was exported: a --null-score-threshold here would be ignored.
-    assert_user_error(kbc_process("predict", export_dir / model, "--null-score-threshold", "2",
-                                  "--text-column", "review", stdin=b"good film\n"),
+    assert_user_error(kbc("predict", export_dir / model, "--null-score-threshold", "2",
+                          "--text-column", "review", stdin=b"good film\n"),
                       "--text-column, --null-score-threshold: ", "is an export")
 
 
-def test_binary_input_file(export_dir):
+def test_binary_input_file(kbc, export_dir):
     binary = export_dir / "model.tflite"  # a flatbuffer: not UTF-8
-    assert_user_error(kbc_process("predict", export_dir / "saved_model", "-i", binary),
+    assert_user_error(kbc("predict", export_dir / "saved_model", "-i", binary),
                       f"{binary} is not UTF-8 text")
 
 
@@ -85,15 +86,15 @@ def test_truncated_saved_model(export_dir, tmp_path, damage):
                       f"{copy} is not a complete SavedModel")
 
 
-@pytest.mark.slow  # an export and two predictions, each a new process
-def test_predictions_over_the_export_batch_limit(classify_run, tmp_path):
+@pytest.mark.slow  # an export and two predictions, the last in a new process
+def test_predictions_over_the_export_batch_limit(kbc, classify_run, tmp_path):
     output = tmp_path / "export"
-    exported = kbc_process("export", classify_run, "-o", output, "--format", "saved_model",
-                           "--max-batch-size", 2)
+    exported = kbc("export", classify_run, "-o", output, "--format", "saved_model",
+                   "--max-batch-size", 2)
     assert exported.code == 0, exported.err
     texts = tmp_path / "texts.txt"
     texts.write_text("good\nbad\nfine\n")
-    assert_user_error(kbc_process("predict", output / "saved_model", "-i", texts),
+    assert_user_error(kbc("predict", output / "saved_model", "-i", texts),
                       "a request holds at most 2 rows", "--batch-size")
     predicted = kbc_process("predict", output / "saved_model", "-i", texts, "--batch-size", 2)
     assert predicted.code == 0, predicted.err

@@ -1,12 +1,12 @@
 """`kbc distill`: a fine-tuned run distilled into a smaller student whose run directory the
-other commands take, the comparison it writes, and its errors as one line (in a `kbc`
-process of their own).
+other commands take, the comparison it writes, and its errors as one line.
 
 The teacher is a run directory written as `kbc finetune` writes one (`RunDirectory`), of an
 untrained tiny classifier: these tests check the command's wiring, not what it learns
 (tests/models/test_distiller.py does)."""
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -45,14 +45,6 @@ def teacher_run(tmp_path):
             "lower_case": True, "label_names": LABELS}
     return write_run(tmp_path / "teacher", "finetune",
                      lambda encoder: kbc_package.BertClassifier(encoder, len(LABELS)), task)
-
-
-def run_kbc(*argv):
-    """`kbc ARGS...` in a process of its own: `(exit code, stderr)`."""
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
-    process = subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
-                             capture_output=True, text=True, env=environment, timeout=300)
-    return process.returncode, process.stderr
 
 
 def error_lines(stderr):
@@ -103,10 +95,11 @@ def test_distilled_student_is_a_run_that_evaluate_and_predict_take(kbc, teacher_
     assert len(answers) == 4 and answers[0]["label"] in LABELS
 
 
-def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(tmp_path):
+def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(kbc, tmp_path):
     pretrain_run = write_run(tmp_path / "pretrain", "pretrain")
-    code, stderr = run_kbc("distill", "--teacher", pretrain_run, "--train",
-                           DATA / "sentiment.csv", "--run-dir", tmp_path / "run")
+    code, _, stderr = dataclasses.astuple(kbc(
+        "distill", "--teacher", pretrain_run, "--train", DATA / "sentiment.csv",
+        "--run-dir", tmp_path / "run"))
     assert code == 2
     assert error_lines(stderr) == [
         f"kbc distill: error: --teacher: {pretrain_run} is a `kbc pretrain` run, not a "
@@ -114,16 +107,16 @@ def test_a_teacher_that_is_not_a_fine_tuned_model_is_one_line(tmp_path):
     assert "Traceback" not in stderr and not (tmp_path / "run").exists()
 
 
-def test_a_student_with_another_vocabulary_is_one_line(teacher_run, tmp_path):
+def test_a_student_with_another_vocabulary_is_one_line(kbc, teacher_run, tmp_path):
     folder = tmp_path / "other"
     folder.mkdir()
     tokens = VOCAB.read_text().splitlines()
     (folder / "vocab.txt").write_text("\n".join(tokens[:-1] + ["zebra"]) + "\n")
     config = kbc_package.BertConfig.from_dict({**TINY_CONFIG, "vocab_size": len(tokens)})
     kbc_package.BertEncoder(config).save(str(folder / "encoder.keras"))
-    code, stderr = run_kbc("distill", "--teacher", teacher_run, "--student",
-                           folder / "encoder.keras", "--train", DATA / "sentiment.csv",
-                           "--run-dir", tmp_path / "run")
+    code, _, stderr = dataclasses.astuple(kbc(
+        "distill", "--teacher", teacher_run, "--student", folder / "encoder.keras",
+        "--train", DATA / "sentiment.csv", "--run-dir", tmp_path / "run"))
     assert code == 2
     lines = error_lines(stderr)
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
@@ -175,9 +168,9 @@ def run_kbc_in(folder, *argv):
     return process.returncode, process.stderr
 
 
-def test_distill_without_a_teacher_is_one_line(tmp_path):
-    code, stderr = run_kbc("distill", "--train", DATA / "sentiment.csv", "--run-dir",
-                           tmp_path / "run")
+def test_distill_without_a_teacher_is_one_line(kbc, tmp_path):
+    code, _, stderr = dataclasses.astuple(kbc("distill", "--train", DATA / "sentiment.csv",
+                                              "--run-dir", tmp_path / "run"))
     assert code == 2
     assert error_lines(stderr) == [
         "kbc distill: error: the following arguments are required: --teacher (or --resume "

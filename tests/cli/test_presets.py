@@ -1,8 +1,8 @@
-"""Presets through `kbc`, each command in a process of its own: `kbc export --format preset`
-writes one from a fine-tuned run, which loads in a fresh Python process into a model that
-answers raw text as the run does, and which `kbc predict`, `kbc export` and
-`kbc finetune --checkpoint` take; a cased Hugging Face checkpoint fine-tunes cased with no
-flag; and what is not a fine-tuned preset ends in one line."""
+"""Presets through `kbc`: `kbc export --format preset` writes one from a fine-tuned run, which
+loads in a fresh Python process into a model that answers raw text as the run does, and which
+`kbc predict` (in a process of its own, where only `kbc`'s own imports register classes),
+`kbc export` and `kbc finetune --checkpoint` take; a cased Hugging Face checkpoint fine-tunes
+cased with no flag; and what is not a fine-tuned preset ends in one line."""
 
 import json
 import os
@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from unittest import mock
 
 import numpy as np
 import pytest
 
+from keras_bert_core.cli import main
 from tests.cli.conftest import DATA
 
 FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",
@@ -40,14 +42,14 @@ def error_lines(stderr):
 def run_preset(classify_run, tmp_path_factory):
     """The preset `kbc export --format preset` writes from the fine-tuned classifier run."""
     output = tmp_path_factory.mktemp("exports") / "export"
-    exported = run_kbc("export", classify_run, "-o", output, "--format", "preset")
-    assert exported.returncode == 0, exported.stderr
+    with mock.patch.dict(os.environ):
+        assert main(["export", str(classify_run), "-o", str(output), "--format", "preset"]) == 0
     return output / "preset"
 
 
 @pytest.mark.slow
 def test_a_preset_from_a_run_answers_raw_text_as_the_run_in_a_fresh_process(
-        classify_run, run_preset, tmp_path):
+        kbc, classify_run, run_preset, tmp_path):
     from keras_bert_core.cli.tasks import load_finetuned
 
     assert {"preset.json", "config.json", "model.keras", "vocab.txt", "tokenizer_config.json",
@@ -77,33 +79,34 @@ def test_a_preset_from_a_run_answers_raw_text_as_the_run_in_a_fresh_process(
 
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS) + "\n")
-    answers = [run_kbc("predict", source, "--input", texts)
-               for source in (classify_run, run_preset)]
-    assert all(a.returncode == 0 for a in answers), answers[1].stderr
-    assert json_lines(answers[1].stdout) == json_lines(answers[0].stdout)
+    expected = kbc("predict", classify_run, "--input", texts)
+    assert expected.code == 0, expected.err
+    answers = run_kbc("predict", run_preset, "--input", texts)
+    assert answers.returncode == 0, answers.stderr
+    assert json_lines(answers.stdout) == json_lines(expected.out)
 
 
 @pytest.mark.slow
-def test_export_and_finetune_take_a_preset_folder(classify_run, run_preset, tmp_path):
+def test_export_and_finetune_take_a_preset_folder(kbc, classify_run, run_preset, tmp_path):
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS) + "\n")
     output = tmp_path / "export"
-    exported = run_kbc("export", run_preset, "-o", output, "--format", "saved_model")
-    assert exported.returncode == 0, exported.stderr
-    served = run_kbc("predict", output / "saved_model", "--input", texts)
-    assert served.returncode == 0, served.stderr
-    expected = json_lines(run_kbc("predict", classify_run, "--input", texts).stdout)
-    for answer, run_answer in zip(json_lines(served.stdout), expected, strict=True):
+    exported = kbc("export", run_preset, "-o", output, "--format", "saved_model")
+    assert exported.code == 0, exported.err
+    served = kbc("predict", output / "saved_model", "--input", texts)
+    assert served.code == 0, served.err
+    expected = json_lines(kbc("predict", classify_run, "--input", texts).out)
+    for answer, run_answer in zip(json_lines(served.out), expected, strict=True):
         assert answer["label_name"] == run_answer["label"]
         assert answer["probabilities"] == pytest.approx(
             [run_answer["probabilities"][name] for name in ("negative", "neutral", "positive")],
             abs=1e-4)
 
     run_dir = tmp_path / "from_preset"
-    trained = run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
-                      "--text-column", "review", "--checkpoint", run_preset,
-                      "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
-    assert trained.returncode == 0, trained.stderr
+    trained = kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                  "--text-column", "review", "--checkpoint", run_preset,
+                  "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
+    assert trained.code == 0, trained.err
     config = json.loads((run_dir / "config.json").read_text())
     preset = json.loads((run_preset / "preset.json").read_text())
     # No --seq-length: the preset's length (the run's 32), not finetune's default 128.
@@ -115,8 +118,8 @@ def test_export_and_finetune_take_a_preset_folder(classify_run, run_preset, tmp_
 
 
 @pytest.mark.slow
-def test_a_cased_hugging_face_checkpoint_fine_tunes_cased_without_flags(tmp_path):
-    import keras_bert_core as kbc
+def test_a_cased_hugging_face_checkpoint_fine_tunes_cased_without_flags(kbc, tmp_path):
+    import keras_bert_core as kbc_package
 
     cased = tmp_path / "cased"
     shutil.copytree(os.path.join(FAMILIES, "distilbert"), cased)
@@ -124,41 +127,42 @@ def test_a_cased_hugging_face_checkpoint_fine_tunes_cased_without_flags(tmp_path
     (cased / "tokenizer_config.json").write_text(json.dumps({**settings,
                                                              "do_lower_case": False}))
     run_dir = tmp_path / "run"
-    trained = run_kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
-                      "--text-column", "review", "--checkpoint", cased, "--seq-length", 16,
-                      "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
-    assert trained.returncode == 0, trained.stderr
+    trained = kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                  "--text-column", "review", "--checkpoint", cased, "--seq-length", 16,
+                  "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
+    assert trained.code == 0, trained.err
     assert json.loads((run_dir / "config.json").read_text())["task"]["lower_case"] is False
     assert json.loads((run_dir / "tokenizer_config.json").read_text()) == {
         "do_lower_case": False}
-    _, preprocessor = kbc.from_preset(run_dir)
+    _, preprocessor = kbc_package.from_preset(run_dir)
     assert preprocessor.lower_case is False
 
 
 @pytest.mark.slow
-def test_what_is_not_a_fine_tuned_preset_ends_in_one_line(tmp_path):
-    import keras_bert_core as kbc
+def test_what_is_not_a_fine_tuned_preset_ends_in_one_line(kbc, tmp_path):
+    import keras_bert_core as kbc_package
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "film"]
-    encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=len(vocab),
-                                                    max_position_embeddings=16))
+    encoder = kbc_package.BertEncoder(kbc_package.BertConfig.preset(
+        "tiny", vocab_size=len(vocab), max_position_embeddings=16))
     preset = tmp_path / "encoder"
-    kbc.save_to_preset(encoder, kbc.BertPreprocessor(vocab, seq_length=16), preset)
-    refused = run_kbc("export", preset, "-o", tmp_path / "out")
-    assert refused.returncode == 2
-    assert error_lines(refused.stderr) == [
+    kbc_package.save_to_preset(encoder, kbc_package.BertPreprocessor(vocab, seq_length=16),
+                               preset)
+    refused = kbc("export", preset, "-o", tmp_path / "out")
+    assert refused.code == 2
+    assert error_lines(refused.err) == [
         f"kbc export: error: {preset} is a preset of an encoder, not of a fine-tuned model; "
         f"fine-tune it first: kbc finetune --checkpoint {preset} ..."]
 
     assert not (tmp_path / "out").exists()
 
     broken = tmp_path / "classifier"
-    kbc.save_to_preset(kbc.BertClassifier(encoder, num_classes=2),
-                       kbc.BertPreprocessor(vocab, seq_length=16), broken)
+    kbc_package.save_to_preset(kbc_package.BertClassifier(encoder, num_classes=2),
+                               kbc_package.BertPreprocessor(vocab, seq_length=16), broken)
     os.remove(broken / "model.keras")
     texts = tmp_path / "texts.txt"
     texts.write_text("a film\n")
-    refused = run_kbc("predict", broken, "--input", texts)
-    assert refused.returncode == 2
-    assert error_lines(refused.stderr) == [
+    refused = kbc("predict", broken, "--input", texts)
+    assert refused.code == 2
+    assert error_lines(refused.err) == [
         f"kbc predict: error: {broken}: an incomplete preset: it lacks model.keras"]
