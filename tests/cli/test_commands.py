@@ -7,12 +7,13 @@ import os
 import platform
 import re
 import shutil
+from unittest import mock
 
 import keras
 import numpy as np
 import pytest
 
-from keras_bert_core.cli import COMMANDS, build_parser, training_environment
+from keras_bert_core.cli import COMMANDS, build_parser, main, training_environment
 from keras_bert_core.cli.run_dir import RunDirectory
 from tests.cli.conftest import DATA, VOCAB
 
@@ -267,11 +268,19 @@ def _check_tflite_answers_are_cut_from_the_text(kbc, task, run_dir, data, tmp_pa
                                                                   request["text"])
 
 
-def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_run, tmp_path):
-    output = tmp_path / "export"
-    exported = kbc("export", classify_run, "--output", output,
-                   "--tflite-variants", "float32", "dynamic")
-    assert exported.code == 0, exported.err
+@pytest.fixture(scope="module")
+def classify_export(classify_run, tmp_path_factory):
+    """`kbc export` of the classifier run with two TFLite variants, float32 and dynamic."""
+    output = tmp_path_factory.mktemp("export") / "export"
+    with mock.patch.dict(os.environ):
+        assert main(["export", str(classify_run), "--output", str(output),
+                     "--tflite-variants", "float32", "dynamic"]) == 0
+    return output
+
+
+def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_run,
+                                                                 classify_export, tmp_path):
+    output = classify_export
     assert (output / "saved_model" / "saved_model.pb").is_file()
     assert (output / "saved_model" / "assets" / "vocab.txt").is_file()
     float32, dynamic = output / "model.tflite", output / "model_dynamic.tflite"
@@ -293,7 +302,8 @@ def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_ru
     assert again.code == 2 and "already exists" in again.err
 
 
-def test_export_pads_tflite_texts_to_seq_length_only_when_asked(kbc, classify_run, tmp_path):
+def test_export_pads_tflite_texts_to_seq_length_only_when_asked(kbc, classify_run,
+                                                                classify_export, tmp_path):
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
     from tensorflow_text import tflite_registrar
 
@@ -305,13 +315,12 @@ def test_export_pads_tflite_texts_to_seq_length_only_when_asked(kbc, classify_ru
         return sum(len(d["shape_signature"]) == 3 and d["shape_signature"][1] == 32
                    for d in interpreter.get_tensor_details())
 
-    counts = []
-    for flags in ((), ("--tflite-fixed-shape",)):
-        output = tmp_path / f"export{len(flags)}"
-        exported = kbc("export", classify_run, "--output", output, "--format", "tflite",
-                       *flags)
-        assert exported.code == 0, exported.err
-        counts.append(fixed_width_tensors(output / "model.tflite"))
+    # Without the flag: the float32 file of `classify_export`, made as `--format tflite` makes it.
+    counts = [fixed_width_tensors(classify_export / "model.tflite")]
+    exported = kbc("export", classify_run, "--output", tmp_path / "export", "--format", "tflite",
+                   "--tflite-fixed-shape")
+    assert exported.code == 0, exported.err
+    counts.append(fixed_width_tensors(tmp_path / "export" / "model.tflite"))
     # Fixed: every layer's hidden states, attention scores... have width 32.
     assert counts[1] > counts[0] + 10
 
