@@ -26,16 +26,7 @@ KNOWN_LONG_MODULES = {
     "keras_bert_core/cli/tasks.py": 435,
     "keras_bert_core/text/byte_pair/byte_pair_tokenizer.py": 413,
 }
-_SENTENCEPIECE = "keras_bert_core/text/sentencepiece/sentencepiece_tokenizer.py"
-KNOWN_PRIVATE_NAMES = {
-    *((_SENTENCEPIECE, name) for name in ("tensorflow_text.python.ops",
-                                           "_SentencepieceModelResource", "_model",
-                                           "_model_resource")),
-    ("keras_bert_core/export/op_allowlists.py", "tensorflow.lite.python"),
-    ("keras_bert_core/export/tflite.py", "tensorflow.lite.python"),
-    ("keras_bert_core/export/tflite.py", "_experimental_custom_op_registerers"),
-    ("keras_bert_core/export/tflite.py", "_experimental_calibrate_only"),
-}
+KNOWN_PRIVATE_NAMES = set()
 
 # Module paths that are not a library's public API.
 _PRIVATE_MODULE = re.compile(

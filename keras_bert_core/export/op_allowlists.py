@@ -20,7 +20,8 @@ kernels such as ``RaggedRange`` / ``RaggedGather`` are not among them.
 """
 
 import tensorflow as tf
-from tensorflow.lite.python import schema_py_generated as tflite_schema
+
+from keras_bert_core.tensorflow_internals import tflite_schema
 
 TF_SERVING_TEXT_OPS = frozenset(
     {
@@ -82,7 +83,7 @@ TFLITE_CUSTOM_OPS = frozenset(
 
 _TFLITE_BUILTIN_NAMES = {
     code: name
-    for name, code in vars(tflite_schema.BuiltinOperator).items()
+    for name, code in vars(tflite_schema().BuiltinOperator).items()
     if not name.startswith("_")
 }
 
@@ -108,13 +109,14 @@ def graph_op_types(graph):
 
 def tflite_op_types(model_content):
     """Returns the set of op names in a TFLite flatbuffer: builtin names and custom codes."""
-    model = tflite_schema.Model.GetRootAsModel(bytearray(model_content), 0)
+    schema = tflite_schema()
+    model = schema.Model.GetRootAsModel(bytearray(model_content), 0)
     names = set()
     for i in range(model.OperatorCodesLength()):
         code = model.OperatorCodes(i)
         # Builtin codes above 127 live in BuiltinCode, older ones in DeprecatedBuiltinCode.
         builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-        if builtin == tflite_schema.BuiltinOperator.CUSTOM:
+        if builtin == schema.BuiltinOperator.CUSTOM:
             names.add(code.CustomCode().decode("utf-8"))
         else:
             names.add(_TFLITE_BUILTIN_NAMES[builtin])

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_core import tensorflow_internals
 from keras_bert_core.export.limits import MAX_TEXT_BYTES, check_limits
 from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from keras_bert_core.export.saved_model import serving_module
@@ -276,18 +277,17 @@ def _convert(module, concrete, signature, quantize, calibration=None):
 def _quantize_int8(converter, calibration):
     """Calibrates the converter's model on `calibration` (run in TFLite's calibrator with
     tf.text's ops registered), then quantizes `INT8_OPS` to int8, leaving the rest float."""
-    from tensorflow.lite.python import convert as lite_convert
     from tensorflow_text import tflite_registrar
 
     converter.representative_dataset = lambda: iter(calibration)
-    converter.target_spec._experimental_custom_op_registerers = list(
-        tflite_registrar.SELECT_TFTEXT_OPS)
+    tensorflow_internals.set_custom_op_registerers(converter,
+                                                   tflite_registrar.SELECT_TFTEXT_OPS)
     # The converter quantizes every op it can; TFLite's quantizer (the one behind
     # tf.lite.experimental.QuantizationDebugger) can leave op types float.
-    converter._experimental_calibrate_only = True
+    tensorflow_internals.calibrate_only(converter)
     with warnings.catch_warnings():  # the calibrator runs on tf.lite.Interpreter
         warnings.filterwarnings("ignore", "(?s).*tf.lite.Interpreter is deprecated")
         calibrated = converter.convert()
     float_ops = sorted(op for op in tflite_op_types(calibrated)  # builtins: upper case
                        if op.isupper() and op not in INT8_OPS)
-    return lite_convert.mlir_quantize(calibrated, denylisted_ops=float_ops)
+    return tensorflow_internals.mlir_quantize(calibrated, denylisted_ops=float_ops)

@@ -50,7 +50,6 @@ produced from text: ``"[CLS]"`` in a text is tokenized as its characters.
 
 import base64
 import functools
-import hashlib
 import os
 import struct
 import unicodedata
@@ -60,8 +59,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 from sentencepiece import SentencePieceProcessor, sentencepiece_model_pb2
-from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
+from keras_bert_core import tensorflow_internals
 from keras_bert_core.text.character_table import BLOCK_SIZE, NUM_CODE_POINTS
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import (
@@ -193,28 +192,13 @@ def unigram_model_proto(pieces):
     return proto + field(3, field(1, b"identity"))
 
 
-class _SharedSentencepieceModel(tf_text_sentencepiece._SentencepieceModelResource):
-    """tf.text's `SentencepieceOp` resource under a shared name (the model's digest). tf.text
-    leaves it private to the op's kernel, and TensorFlow drops eager kernels, and so the
-    resource under every tokenizer of the model, whenever its kernel cache is cleared
-    (`tf.random.set_seed` and `keras.utils.set_random_seed` clear it)."""
-
-    def __init__(self, model):
-        self._shared_name = "keras_bert_core_sentencepiece_" + hashlib.sha256(model).hexdigest()
-        super().__init__(model, "SentencepieceModel")
-
-    def _create_resource(self):
-        return tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
-            model=self._model, shared_name=self._shared_name)
-
-
 @functools.cache
 def _sentencepiece_op_tokenizer(model):
     """tf.text's `SentencepieceTokenizer` of a model (one per process) on the shared
     resource."""
     with tf.init_scope():
         tokenizer = tf_text.SentencepieceTokenizer(model, out_type=tf.int32)
-        tokenizer._model_resource = _SharedSentencepieceModel(model)
+        tensorflow_internals.share_sentencepiece_model(tokenizer, model)
     return tokenizer
 
 
