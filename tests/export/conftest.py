@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert_core as kbc
-from keras_bert_core.export import export_saved_model
+from keras_bert_core.export import export_saved_model, export_tflite
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.span_labeler import BertSpanLabeler
@@ -54,6 +54,14 @@ def models_dir(tmp_path_factory):
 def classifier_export(classifier, preprocessor, models_dir):
     return export_saved_model(classifier, preprocessor, models_dir, name="classifier",
                               label_names=LABEL_NAMES)
+
+
+@pytest.fixture(scope="session")
+def classifier_tflite(classifier, preprocessor, tmp_path_factory):
+    """The classifier's float32 `.tflite` file, raw text in: converted once for every test."""
+    return export_tflite(classifier, preprocessor,
+                         tmp_path_factory.mktemp("tflite") / "classifier.tflite",
+                         label_names=LABEL_NAMES)
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_core.export import export_tflite
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from tests.export.helpers import LABEL_NAMES, SEQ_LENGTH
+from tests.export.helpers import SEQ_LENGTH
 from tests.text.fuzz_texts import fuzz_texts
 
 FUZZ_COUNT = 300
@@ -60,7 +59,7 @@ def tflite_token_ids(litert, preprocessor, texts):
 
 
 def test_fuzz_inputs_get_the_same_ids_and_labels_from_both_exports(
-        litert, classifier, preprocessor, classifier_signatures, tmp_path):
+        litert, preprocessor, classifier_signatures, classifier_tflite):
     texts = fuzz_texts(FUZZ_COUNT, seed=7)
     features = served(classifier_signatures["tokenize"], texts)
     served_ids = [ids[mask == 1].tolist() for ids, mask in zip(
@@ -69,9 +68,7 @@ def test_fuzz_inputs_get_the_same_ids_and_labels_from_both_exports(
     same_ids = np.mean([a == b for a, b in zip(served_ids, on_device_ids, strict=True)])
     assert same_ids == 1.0, f"{same_ids:.2%} of {len(texts)} fuzz inputs with the same ids"
 
-    path = export_tflite(classifier, preprocessor, tmp_path / "classifier.tflite",
-                         label_names=LABEL_NAMES)
-    run = signature_runner(litert, path.read_bytes())
+    run = signature_runner(litert, classifier_tflite.read_bytes())
     on_device = np.concatenate([run(text=np.array([text], dtype=object))["probabilities"]
                                 for text in texts])
     answers = served(classifier_signatures["serving_default"], texts)
