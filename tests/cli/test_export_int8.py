@@ -1,5 +1,6 @@
 """`kbc export --tflite-variants int8 --calibration FILE`, as a user runs it: a new process,
-the int8 file, the label agreement it reports, and its errors in the user's words."""
+the int8 file and the label agreement it reports; and its errors in the user's words (in this
+process: they come before any conversion)."""
 
 import csv
 import re
@@ -37,13 +38,13 @@ def test_int8_export_reports_label_agreement(classify_run, tmp_path):
     assert agreeing >= 0.9 * total, result.err[-3000:]
 
 
-def _export_int8(run, tmp_path, *extra):
-    return kbc_process("export", run, "-o", tmp_path / "export", "--format", "tflite",
-                       "--tflite-variants", "int8", *extra)
+def _export_int8(kbc, run, tmp_path, *extra):
+    return kbc("export", run, "-o", tmp_path / "export", "--format", "tflite",
+               "--tflite-variants", "int8", *extra)
 
 
-def test_int8_without_calibration(classify_run, tmp_path):
-    assert_user_error(_export_int8(classify_run, tmp_path),
+def test_int8_without_calibration(kbc, classify_run, tmp_path):
+    assert_user_error(_export_int8(kbc, classify_run, tmp_path),
                       "--tflite-variants int8 needs --calibration FILE")
 
 
@@ -52,10 +53,10 @@ def test_int8_without_calibration(classify_run, tmp_path):
     (b"\n  \n", ["is empty: no texts to calibrate the int8 model on"]),
     (b"good film\nbad \xff film\n", ["is not UTF-8 text (line 2: byte 0xff)"]),
 ])
-def test_bad_calibration_file(classify_run, tmp_path, content, fragments):
+def test_bad_calibration_file(kbc, classify_run, tmp_path, content, fragments):
     path = tmp_path / "calibration.txt"
     if content is not None:
         path.write_bytes(content)
-    result = _export_int8(classify_run, tmp_path, "--calibration", path)
+    result = _export_int8(kbc, classify_run, tmp_path, "--calibration", path)
     assert_user_error(result, str(path), *fragments)
     assert not (tmp_path / "export").exists()
