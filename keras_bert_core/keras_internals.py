@@ -107,3 +107,28 @@ def adam_moments(optimizer, variable):
     index = _private(optimizer, "_get_variable_index")(variable)
     return (_private(optimizer, "_momentums")[index],
             _private(optimizer, "_velocities")[index])
+
+
+def take_inputs_as_given(layer):
+    """Makes `layer` take its positional inputs as they come: strings and Python lists, not
+    cast to the layer's dtype.
+
+    Private: `Layer._convert_input_args`, `Layer._allow_non_tensor_positional_args`. Keras
+    casts a layer's positional inputs to its dtype and refuses non-tensor ones; a text
+    layer takes strings and gives int32 ids, and Keras has no public switch (KerasHub's
+    preprocessing layers set the same two attributes).
+
+    Example:
+    >>> import keras, tensorflow as tf
+    >>> class Lengths(keras.layers.Layer):
+    ...     def call(self, texts):
+    ...         return tf.strings.length(texts)
+    >>> layer = Lengths(dtype="int32")
+    >>> take_inputs_as_given(layer)
+    >>> layer(["ab", "abc"]).numpy().tolist()
+    [2, 3]
+    """
+    for name in ("_convert_input_args", "_allow_non_tensor_positional_args"):
+        _private(layer, name)  # both exist in the Keras the package names
+    layer._convert_input_args = False
+    layer._allow_non_tensor_positional_args = True

@@ -83,3 +83,17 @@ def test_a_moved_name_fails_with_its_name():
         assert "Moved._loss_tracker" in str(e) and "keras_internals.py" in str(e)
     else:
         raise AssertionError("a missing private name must raise")
+
+
+def test_layers_take_string_inputs_as_given():
+    import tensorflow as tf
+
+    class Lengths(keras.layers.Layer):
+        def call(self, texts):
+            return tf.strings.length(texts)
+
+    layer = Lengths(dtype="int32")
+    keras_internals.take_inputs_as_given(layer)
+    assert layer(["ab", "abc"]).numpy().tolist() == [2, 3], \
+        "Layer._convert_input_args / _allow_non_tensor_positional_args no longer let a " \
+        "layer take a list of strings"

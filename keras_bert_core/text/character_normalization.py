@@ -7,13 +7,8 @@ default one in the graph, the TFLite-compatible one through `character_table`, b
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_core.text.character_table import (
-    ISOLATED_CHAR,
-    REMOVED_CHAR,
-    WHITESPACE_CHAR,
-    WORD_CHAR,
-)
-
+# What the reference makes of a character (`normalize_characters` gives one per character).
+REMOVED_CHAR, WHITESPACE_CHAR, ISOLATED_CHAR, WORD_CHAR = 0, 1, 2, 3
 # Longer words become a single [UNK], as in the reference tokenizer.
 MAX_CHARS_PER_WORD = 100
 

@@ -23,7 +23,12 @@ import os
 
 import numpy as np
 
-REMOVED_CHAR, WHITESPACE_CHAR, ISOLATED_CHAR, WORD_CHAR = 0, 1, 2, 3
+from keras_bert_core.text.character_normalization import (
+    REMOVED_CHAR,
+    WHITESPACE_CHAR,
+    normalize_characters,
+)
+
 NUM_CODE_POINTS = 0x110000
 BLOCK_SIZE = 128
 TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "character_table.npz")
@@ -35,9 +40,6 @@ def compute_normalization(lower_case):
     normalization: uint8 [NUM_CODE_POINTS] classes and int32 [NUM_CODE_POINTS, width]
     normalized code points, 0-padded (surrogates are removed)."""
     import tensorflow as tf
-
-    # Imported here: character_normalization imports this module.
-    from keras_bert_core.text.character_normalization import normalize_characters
 
     code_points = np.arange(NUM_CODE_POINTS, dtype=np.int32)
     code_points = code_points[(code_points < 0xD800) | (code_points > 0xDFFF)]

@@ -3,13 +3,15 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_core.text.preprocessing_layer import PreprocessingLayer
+
 TRUNCATION_MODES = ("round_robin", "longest_first")
 # Dynamic (inference) padding rounds the batch's longest sequence up to a multiple of this.
 PAD_TO_MULTIPLE_OF = 8
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BertPacker(keras.layers.Layer):
+class BertPacker(PreprocessingLayer):
     """Packs one or two segments of token ids as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
 
     The BERT family packs pairs in two ways, both options of this layer: BERT, ALBERT and
@@ -85,10 +87,7 @@ class BertPacker(keras.layers.Layer):
         second_segment_id=1,
         **kwargs,
     ):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         if truncation not in TRUNCATION_MODES:
             raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, got {truncation!r}.")
         if seq_length < 2:
@@ -105,7 +104,6 @@ class BertPacker(keras.layers.Layer):
         self.static_shape = bool(static_shape)
         self.pair_separators = int(pair_separators)
         self.second_segment_id = int(second_segment_id)
-        self.built = True
 
     def call(self, inputs, static_shape=None):
         static_shape = self.static_shape if static_shape is None else static_shape

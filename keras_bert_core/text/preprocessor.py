@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_core.text.packer import BertPacker
+from keras_bert_core.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.string_batches import check_max_text_bytes, cut_texts
 from keras_bert_core.text.vocabulary.files import (
@@ -29,7 +30,7 @@ PACKING = {
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BertPreprocessor(keras.layers.Layer):
+class BertPreprocessor(PreprocessingLayer):
     """Tokenizes and packs text into the int32 inputs of a BERT-family encoder.
 
     A tokenizer followed by a `BertPacker`. Call it on strings for single-segment tasks,
@@ -128,10 +129,7 @@ class BertPreprocessor(keras.layers.Layer):
         merges=None,
         **kwargs,
     ):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         check_max_text_bytes(max_text_bytes)
         self.tokenizer = _tokenizer(vocabulary, merges, lower_case, tflite_compatible,
                                     max_text_bytes)
@@ -150,7 +148,6 @@ class BertPreprocessor(keras.layers.Layer):
         self._cut_texts = (max_text_bytes is not None
                            and not hasattr(self.tokenizer, "max_text_bytes"))
         self._tokens = None
-        self.built = True
 
     @property
     def packer(self):
@@ -255,7 +252,7 @@ class BertPreprocessor(keras.layers.Layer):
         config = super().get_config()
         # WordPiece keeps the config it always had; BPE stores its vocabulary and merges,
         # SentencePiece its tokenizer (with its model and options). In a `.keras` file every
-        # kind stores its tokenizer, whose vocabulary files are assets (vocabulary_assets).
+        # kind stores its tokenizer, whose vocabulary files are assets (text.vocabulary.assets).
         if not self.tokenizer.config_holds_vocabulary:
             vocabulary = {"vocabulary": None,
                           "tokenizer": keras.saving.serialize_keras_object(self.tokenizer)}

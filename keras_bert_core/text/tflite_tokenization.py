@@ -6,8 +6,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert_core.text import character_table
-from keras_bert_core.text.character_normalization import MAX_CHARS_PER_WORD
-from keras_bert_core.text.character_table import ISOLATED_CHAR, REMOVED_CHAR, WHITESPACE_CHAR
+from keras_bert_core.text.character_normalization import (
+    ISOLATED_CHAR,
+    MAX_CHARS_PER_WORD,
+    REMOVED_CHAR,
+    WHITESPACE_CHAR,
+)
 
 _BLOCK = character_table.BLOCK_SIZE
 

@@ -25,7 +25,7 @@ from keras_bert_core.export.tflite import BPE_TFLITE_BLOCKING_OPS
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
-from keras_bert_core.text.byte_pair import byte_pair_tokenizer as bpe_tokenizer
+from keras_bert_core.text.byte_pair import pretokenization
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from tests.export.helpers import ROOT
 
@@ -141,7 +141,7 @@ def test_bpe_tokenizer_converts_only_with_ops_tflite_lacks(bpe_preprocessor):
     def tokenize(text):
         # One route of the tokenizer (texts of any script), not the routing between two:
         # the same ops, a sixth of the graph to convert.
-        ids = tokenizer._tokenize_rows(text, bpe_tokenizer.GPT2_PRETOKEN_PATTERN,
+        ids = tokenizer._tokenize_rows(text, pretokenization.GPT2_PRETOKEN_PATTERN,
                                        with_offsets=False)[0]
         return {"values": ids.values, "row_splits": ids.row_splits}
 

@@ -5,18 +5,7 @@ it: a ``ByteLevel`` pre-tokenizer (GPT-2 regex, ``add_prefix_space=False``), a `
 without dropout, and ``RobertaProcessing`` with ``trim_offsets=True`` (which only moves
 offsets). Three steps, all TensorFlow core ops plus tf.text's ``RegexSplitWithOffsets``:
 
-1. Pre-tokenization. GPT-2 splits with
-   ``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+``.
-   RE2, the regex engine of TensorFlow, has no lookahead. ``\\s+(?!\\S)`` only matters in a
-   run of two or more whitespace characters followed by a non-space: the run less its last
-   character is one word, and the last character starts the next match (a space joins the
-   word after it: ``"  's"`` is ``" ", " '", "s"``). So a first split finds those runs and
-   cuts the text before their last character; the GPT-2 regex, with plain ``\\s+``, then
-   splits each piece. The character classes are written out so that RE2 matches what
-   ``tokenizers`` (Oniguruma) matches: ``\\s`` is Unicode's White_Space, and letters and
-   digits assigned in Unicode 16, which RE2's tables lack, are listed. ASCII texts take the
-   same pattern with ASCII classes, which RE2 runs faster. tf.text's
-   split stops at a NUL byte, so it splits a copy where NUL reads as U+0001 (same class).
+1. Pre-tokenization: GPT-2's regex, rewritten for RE2 (see `pretokenization`).
 2. Byte-pair merges. Words are deduplicated (a batch repeats most of its words), read as
    bytes, and each byte becomes the id of its GPT-2 byte symbol (the printable byte itself,
    or a character from U+0100 up for the others). A ``tf.while_loop`` then merges, in every
@@ -39,57 +28,28 @@ text: ``"<s>"`` in a text is tokenized as its characters (the reference with
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
-from keras_bert_core.text.special_tokens import SpecialTokenIds
+from keras_bert_core.text.byte_pair.pretokenization import (
+    ASCII_PRETOKEN_PATTERN,
+    ASCII_TEXT,
+    GPT2_PRETOKEN_PATTERN,
+    pretokenize,
+)
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
-from keras_bert_core.text.vocabulary.assets import VocabularyAssets
+from keras_bert_core.text.tokenizer import Tokenizer
 from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
     bytes_to_unicode,
     load_bpe_merges,
     load_bpe_vocabulary,
 )
+from keras_bert_core.text.vocabulary.files import BYTE_PAIR
 
-# Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
-# is ASCII only.
-_WHITESPACE = r"\t\n\x0b\f\r \x{85}\p{Z}"
-# Letters and digits of Unicode 16 that RE2's tables in TensorFlow lack (found by comparing
-# every code point with the reference; tests/text/byte_pair keeps that check).
-_NEWER_LETTERS = (
-    r"\x{1c89}-\x{1c8a}\x{a7cb}-\x{a7cd}\x{a7da}-\x{a7dc}\x{105c0}-\x{105f3}\x{10d4a}-\x{10d65}"
-    r"\x{10d6f}-\x{10d85}\x{10ec2}-\x{10ec4}\x{11380}-\x{11389}\x{1138b}\x{1138e}"
-    r"\x{11390}-\x{113b5}\x{113b7}\x{113d1}\x{113d3}\x{11bc0}-\x{11be0}\x{13460}-\x{143fa}"
-    r"\x{16100}-\x{1611d}\x{16d40}-\x{16d6c}\x{18cff}\x{1e5d0}-\x{1e5ed}\x{1e5f0}"
-    r"\x{2ebf0}-\x{2ee5d}"
-)
-_NEWER_NUMBERS = (
-    r"\x{10d40}-\x{10d49}\x{116d0}-\x{116e3}\x{11bf0}-\x{11bf9}\x{16130}-\x{16139}"
-    r"\x{16d70}-\x{16d79}\x{1ccf0}-\x{1ccf9}\x{1e5f1}-\x{1e5fa}"
-)
-_LETTER = r"\p{L}" + _NEWER_LETTERS
-_NUMBER = r"\p{N}" + _NEWER_NUMBERS
-
-
-def _pretoken_pattern(whitespace, letter, number):
-    r"""GPT-2's pattern with `\s+(?!\S)|\s+` as `\s+`: pieces never hold the runs where they
-    differ."""
-    return (r"'s|'t|'re|'ve|'m|'ll|'d"
-            rf"| ?[{letter}]+| ?[{number}]+| ?[^{whitespace}{letter}{number}]+|[{whitespace}]+")
-
-
-GPT2_PRETOKEN_PATTERN = _pretoken_pattern(_WHITESPACE, _LETTER, _NUMBER)
-# The same on ASCII text, which RE2 runs faster: tf.text's split asks RE2 for a submatch,
-# whose cost grows with the size of the compiled pattern (large Unicode classes).
-ASCII_PRETOKEN_PATTERN = _pretoken_pattern(r"\t\n\x0b\f\r ", "a-zA-Z", "0-9")
-_ASCII_TEXT = r"[\x00-\x7f]*"
-# Runs where `\s+(?!\S)` gives back the last character.
-_WHITESPACE_RUN = rf"[{_WHITESPACE}]{{2,}}"
 # The rank of a pair that no merge joins.
 _NO_MERGE = 2**31 - 1
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
+class BytePairTokenizer(Tokenizer):
     """Byte-level BPE tokenizer (RoBERTa, GPT-2) that runs inside the TensorFlow graph.
 
     Strings go in, token ids come out, with the ids of Hugging Face `tokenizers` set up as
@@ -104,7 +64,7 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         merges: path to a `merges.txt` (one `"left right"` pair per line, highest priority
             first) or a list of such strings. The config stores both in memory; a `.keras`
             file holds them as the assets `vocab.json` and `merges.txt` instead (see
-            `vocabulary_assets`). Both None: no vocabulary until `load_assets` reads one.
+            `text.vocabulary.assets`). Both None: no vocabulary until `load_assets` reads one.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -127,17 +87,13 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
     # RoBERTa's: <s> and </s> take [CLS]'s and [SEP]'s places.
     SPECIAL_TOKENS = {"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>",
                       "unk": "<unk>"}
+    vocabulary_kind = BYTE_PAIR
 
     def __init__(self, vocabulary, merges, **kwargs):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        # Strings go in as they are (Keras would cast inputs to the layer dtype).
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.vocabulary = self.merges = None
         if vocabulary is not None or merges is not None:
             self._set_vocabulary(vocabulary, merges)
-        self.built = True
 
     @property
     def has_vocabulary(self):
@@ -217,11 +173,6 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
             raise KeyError(f"Id {token_id} is not in the vocabulary.")
         return self._tokens[token_id]
 
-
-
-
-
-
     def call(self, inputs):
         """Tokenizes strings.
 
@@ -278,13 +229,13 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         self._check_vocabulary()
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
         return route_rows(
-            text, tf.strings.regex_full_match(text, _ASCII_TEXT),
+            text, tf.strings.regex_full_match(text, ASCII_TEXT),
             lambda rows: self._tokenize_rows(rows, ASCII_PRETOKEN_PATTERN, with_offsets),
             lambda rows: self._tokenize_rows(rows, GPT2_PRETOKEN_PATTERN, with_offsets),
             dtypes)
 
     def _tokenize_rows(self, text, pattern, with_offsets):
-        word_starts, word_ends = self._pretokenize(text, pattern)
+        word_starts, word_ends = pretokenize(text, pattern)
         # The words' bytes, taken from the input by their offsets (string ops stop at a NUL
         # byte; these do not), spelled as UTF-8 (one character per byte) to compare them.
         text_bytes = tf.strings.unicode_decode(text, "ISO-8859-1")
@@ -313,37 +264,6 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         starts = tf.minimum(starts + tf.gather(self._leading_spaces, token_ids), ends)
         ends = tf.maximum(ends - tf.gather(self._trailing_spaces, token_ids), starts)
         return ids, ids.with_flat_values(starts), ids.with_flat_values(ends)
-
-    def _pretokenize(self, text, pattern):
-        """Byte starts and ends (ragged [batch, (words)], int64) of the words of GPT-2's
-        pre-tokenization, whose pattern (less the lookahead) is `pattern`."""
-        # tf.text's regex split stops at a NUL byte: split a copy where NUL is U+0001, which
-        # every class treats alike (the words' bytes come from the input).
-        text = tf.strings.regex_replace(text, r"\x00", "\x01")
-        # Runs of 2+ whitespace characters, and the pieces between them (alternately).
-        pieces, starts, _ = tf_text.regex_split_with_offsets(
-            text, _WHITESPACE_RUN, _WHITESPACE_RUN)
-        flat = pieces.flat_values
-        is_run = tf.strings.regex_full_match(flat, _WHITESPACE_RUN)
-        rows = pieces.value_rowids()
-        followed = tf.concat([rows[1:] == rows[:-1], [False]], 0)
-        # A run that a piece follows gives its last character to that piece.
-        gives = is_run & followed
-        given = tf.where(gives)
-        last_char = tf.strings.substr(tf.gather_nd(flat, given), -1, 1, unit="UTF8_CHAR")
-        last_char = tf.scatter_nd(given, last_char, tf.shape(flat, out_type=tf.int64))
-        prefix = tf.concat([[""], last_char[:-1]], 0)
-        kept = tf.strings.length(flat) - tf.strings.length(last_char)
-        pieces = tf.strings.join([prefix, tf.strings.substr(flat, tf.zeros_like(kept), kept)])
-        piece_starts = starts.flat_values - tf.cast(tf.strings.length(prefix), tf.int64)
-        _, word_starts, word_ends = tf_text.regex_split_with_offsets(pieces, pattern, pattern)
-        shift = tf.expand_dims(piece_starts, 1)
-
-        def by_text(offsets_in_pieces):
-            return tf.RaggedTensor.from_row_splits(
-                offsets_in_pieces + shift, starts.row_splits, validate=False).merge_dims(1, 2)
-
-        return by_text(word_starts), by_text(word_ends)
 
     def _byte_pair_merge(self, words):
         """Token ids (ragged [words, (tokens)], int32) of words given as 1-D strings of one
@@ -406,7 +326,7 @@ class BytePairTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        if self.config_holds_vocabulary:  # else the .keras assets hold it (vocabulary_assets)
+        if self.config_holds_vocabulary:  # else the .keras assets hold it (text.vocabulary.assets)
             config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
         else:
             config.update({"vocabulary": None, "merges": None})

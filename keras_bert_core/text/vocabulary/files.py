@@ -165,13 +165,12 @@ def _no_merges(kind, merges):
 
 
 def tokenizer_kind(tokenizer):
-    """The kind (`TOKENIZER_KINDS`) of a tokenizer layer of this package."""
-    kinds = {"BertTokenizer": WORDPIECE, "BytePairTokenizer": BYTE_PAIR,
-             "SentencePieceTokenizer": SENTENCEPIECE}
-    for cls in type(tokenizer).__mro__:
-        if cls.__name__ in kinds:
-            return kinds[cls.__name__]
-    raise TypeError(f"not a keras_bert_core tokenizer: {type(tokenizer).__name__}")
+    """The kind (`TOKENIZER_KINDS`) of a tokenizer layer of this package: the
+    `vocabulary_kind` its class sets (see `text.tokenizer.Tokenizer`)."""
+    kind = getattr(tokenizer, "vocabulary_kind", None)
+    if kind not in TOKENIZER_KINDS:
+        raise TypeError(f"not a keras_bert_core tokenizer: {type(tokenizer).__name__}")
+    return kind
 
 
 def write_vocabulary_files(tokenizer, directory):

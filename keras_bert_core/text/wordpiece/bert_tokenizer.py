@@ -43,17 +43,14 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert_core.text.character_normalization import (
-    MAX_CHARS_PER_WORD,
-    normalize_characters,
-    too_long_words,
-)
-from keras_bert_core.text.character_table import (
     ISOLATED_CHAR,
+    MAX_CHARS_PER_WORD,
     REMOVED_CHAR,
     WHITESPACE_CHAR,
     WORD_CHAR,
+    normalize_characters,
+    too_long_words,
 )
-from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import (
     as_batch,
     check_max_text_bytes,
@@ -62,7 +59,8 @@ from keras_bert_core.text.string_batches import (
     route_rows,
 )
 from keras_bert_core.text.tflite_tokenization import TfliteWordpieces, row_ids
-from keras_bert_core.text.vocabulary.assets import VocabularyAssets
+from keras_bert_core.text.tokenizer import Tokenizer
+from keras_bert_core.text.vocabulary.files import WORDPIECE
 from keras_bert_core.text.vocabulary.wordpiece_vocabulary import load_vocabulary
 
 # Lines that FastWordpieceTokenize's own pre-tokenization splits exactly as the reference:
@@ -73,7 +71,7 @@ _PLAIN_ASCII = r"[\x20-\x7e\t\n\r]*"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
+class BertTokenizer(Tokenizer):
     """BERT WordPiece tokenizer that runs inside the TensorFlow graph.
 
     Strings go in, wordpiece ids come out: in a `tf.data` pipeline, in a `tf.function`,
@@ -96,7 +94,7 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
     Args:
         vocabulary: path to a BERT `vocab.txt` or a list of tokens (index = id). It must
             contain `[PAD] [UNK] [CLS] [SEP] [MASK]`. The config stores it as a list; in
-            a `.keras` file it is the asset `vocab.txt` instead (see `vocabulary_assets`).
+            a `.keras` file it is the asset `vocab.txt` instead (see `text.vocabulary.assets`).
             None: no vocabulary until `load_assets` reads one.
         lower_case: uncased model (lower case, NFD, strip accents) if True, cased if False.
         tflite_compatible: tokenize with ops that convert to TFLite (builtins and tf.text
@@ -122,13 +120,11 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
     [[5, 6, 7]]
     """
 
+    vocabulary_kind = WORDPIECE
+
     def __init__(self, vocabulary, lower_case=True, tflite_compatible=False,
                  max_text_bytes=None, **kwargs):
-        kwargs.setdefault("dtype", "int32")
         super().__init__(**kwargs)
-        # Strings go in as they are (Keras would cast inputs to the layer dtype).
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.lower_case = bool(lower_case)
         self.tflite_compatible = bool(tflite_compatible)
         check_max_text_bytes(max_text_bytes)
@@ -136,7 +132,6 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         self.vocabulary = None
         if vocabulary is not None:
             self._set_vocabulary(vocabulary)
-        self.built = True
 
     @property
     def has_vocabulary(self):
@@ -189,11 +184,6 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         if not 0 <= token_id < len(self.vocabulary):
             raise KeyError(f"Id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
         return self.vocabulary[token_id]
-
-
-
-
-
 
     def call(self, inputs):
         """Tokenizes strings.
@@ -370,7 +360,7 @@ class BertTokenizer(VocabularyAssets, SpecialTokenIds, keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                # A `.keras` file holds it as an asset (see `vocabulary_assets`).
+                # A `.keras` file holds it as an asset (see `text.vocabulary.assets`).
                 "vocabulary": (list(self.vocabulary) if self.config_holds_vocabulary
                                else None),
                 "lower_case": self.lower_case,

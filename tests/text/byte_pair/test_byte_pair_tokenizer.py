@@ -15,7 +15,7 @@ from keras_bert_core.export import (
     saved_model_op_types,
     unsupported_tf_serving_ops,
 )
-from keras_bert_core.text.byte_pair import byte_pair_tokenizer as bpe_module
+from keras_bert_core.text.byte_pair import pretokenization
 from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_core.text.vocabulary.byte_pair_vocabulary import bytes_to_unicode
 from tests.text.fuzz_texts import DATA, as_reference_text, fuzz_texts, tokenizer_corpus
@@ -118,7 +118,7 @@ def test_ids_and_offsets_match_the_reference_on_fuzz_and_every_character_class(
     rng = random.Random(0)
     sample = rng.sample([c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF], 3000)
     newer = [int(h, 16) for h in re.findall(
-        r"x\{([0-9a-f]+)\}", bpe_module._NEWER_LETTERS + bpe_module._NEWER_NUMBERS)]
+        r"x\{([0-9a-f]+)\}", pretokenization._NEWER_LETTERS + pretokenization._NEWER_NUMBERS)]
     whitespace = [0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
                   0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0x180E, 0x200B, 0x1C, 0x1F, 0xFEFF]
     lines = [as_reference_text(t) for t in fuzz_texts(300, seed=21)]

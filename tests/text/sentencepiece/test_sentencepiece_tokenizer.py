@@ -6,6 +6,7 @@ round trips, and the TFLite route in LiteRT."""
 import hashlib
 import json
 import random
+import struct
 import unicodedata
 
 import keras
@@ -21,7 +22,7 @@ from keras_bert_core.export import (
     unsupported_tf_serving_ops,
 )
 from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
-from keras_bert_core.text.sentencepiece import sentencepiece_tokenizer as sp_module
+from keras_bert_core.text.sentencepiece import albert_preprocessing, characters
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from tests.text.fuzz_texts import DATA, as_reference_text, fuzz_texts, tokenizer_corpus
 
@@ -30,6 +31,42 @@ MODEL_FILE = str(FIXTURE / "spiece.model")
 CONFIGS = {"uncased": (True, False), "cased": (False, False),
            "uncased_accents": (True, True), "cased_accents": (False, True)}
 STRINGS = tf.TensorSpec([None], tf.string)
+
+# Piece types of sentencepiece_model.proto.
+NORMAL, UNKNOWN, CONTROL = 1, 2, 3
+
+
+def unigram_model_proto(pieces):
+    """A SentencePiece unigram model (serialized `ModelProto` bytes) with ALBERT's special
+    pieces (`<pad>`, `<unk>`, `[CLS]`, `[SEP]`, `[MASK]`, ids 0-4), then `pieces`, a list of
+    `(piece, score)` pairs. No character normalization (only the dummy prefix and the
+    whitespace handling); real models come from `spm_train`."""
+
+    def varint(value):
+        value &= (1 << 64) - 1
+        out = bytearray()
+        while True:
+            out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+            value >>= 7
+            if not value:
+                return bytes(out)
+
+    def field(number, payload):  # length-delimited
+        return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+    def number(field_number, value):
+        return varint(field_number << 3) + varint(value)
+
+    specials = [("<pad>", 0.0, CONTROL), ("<unk>", 0.0, UNKNOWN), ("[CLS]", 0.0, CONTROL),
+                ("[SEP]", 0.0, CONTROL), ("[MASK]", 0.0, CONTROL)]
+    proto = b"".join(
+        field(1, field(1, piece.encode("utf-8")) + varint(2 << 3 | 5)
+              + struct.pack("<f", score) + number(3, kind))
+        for piece, score, kind in specials + [(p, s, NORMAL) for p, s in pieces])
+    # Trainer spec: unigram; unk 1, no bos/eos, pad 0. Normalizer spec: identity.
+    proto += field(2, number(3, 1) + number(40, 1) + number(41, -1) + number(42, -1)
+                   + number(43, 0))
+    return proto + field(3, field(1, b"identity"))
 
 
 def albert_preprocess(text, lower_case=True, keep_accents=False):
@@ -111,20 +148,21 @@ def test_preprocessing_equals_pythons_on_fuzz_and_every_character_class():
     code_points = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     lines = list(valid)
     for lower_case, keep_accents in CONFIGS.values():
-        block_of, entries, _, _ = sp_module.albert_character_table(lower_case, keep_accents)
+        block_of, entries, _, _ = albert_preprocessing.albert_character_table(lower_case,
+                                                                              keep_accents)
         entry = entries[block_of[np.array(code_points) // 128] * 128 + np.array(code_points) % 128]
         special = [c for c, e in zip(code_points, entry, strict=True) if e % 8 != 0]
         lines.extend(f"Σ{chr(c)}Σ Α{chr(c)}Σ Α{chr(c)}Σ{chr(c)}Α {chr(c)}{chr(c)}' x{chr(c)}"
                      for c in rng.sample(special, min(len(special), 1500)))
     lines.extend(f"ΑΣ{chr(c)} {chr(c)}`` ''{chr(c)}" for c in rng.sample(code_points, 2000))
     for lower_case, keep_accents in CONFIGS.values():
-        preprocessing = sp_module._AlbertPreprocessing(lower_case, keep_accents)
+        preprocessing = albert_preprocessing.AlbertPreprocessing(lower_case, keep_accents)
         expected = [albert_preprocess(t, lower_case, keep_accents).encode("utf-8") for t in lines]
         text = tf.constant(lines)
-        out_chars, _, splits = preprocessing(sp_module._characters(text))
-        assert sp_module._spell(out_chars, splits).numpy().tolist() == expected
-        out_chars, _, splits = preprocessing(sp_module._tflite_characters(text))
-        spelled = sp_module._ByteSpeller(0xE000)(out_chars, splits).numpy().tolist()
+        out_chars, _, splits = preprocessing(characters.characters(text))
+        assert characters.spell(out_chars, splits).numpy().tolist() == expected
+        out_chars, _, splits = preprocessing(characters.tflite_characters(text))
+        spelled = characters.ByteSpeller(0xE000)(out_chars, splits).numpy().tolist()
         assert spelled == [t.replace(b"\x00", "\ue000".encode("utf-8")) for t in expected]
 
 
@@ -323,7 +361,7 @@ def test_tflite_offsets_refuse_models_they_do_not_cover():
     """A piece's characters that are no pieces of their own may be unknown in one place and
     not in another: the TFLite route cannot count such a model's unknown pieces. It
     replays ALBERT's whitespace handling only. Both refusals are one line."""
-    model = sp_module.unigram_model_proto([("\u2581the", -1.0), ("\u2581", -2.0)])
+    model = unigram_model_proto([("\u2581the", -1.0), ("\u2581", -2.0)])
     tokenizer = SentencePieceTokenizer(model, tflite_compatible=True)
     assert tokenizer(["the tea"]).to_list() == [[5, 6, 1]]
     with pytest.raises(ValueError, match=r"pieces hold \['e', 'h', 't'\] without"):
