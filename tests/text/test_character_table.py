@@ -4,6 +4,12 @@ import numpy as np
 import pytest
 
 from keras_bert_core.text import character_table as table
+from keras_bert_core.text.character_normalization import (
+    ISOLATED_CHAR,
+    REMOVED_CHAR,
+    WHITESPACE_CHAR,
+    WORD_CHAR,
+)
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "e", "##e", "ᄀ", "##ᅮ", "##ᆫ", "!"]
 
@@ -15,7 +21,7 @@ def test_table_file_equals_the_reference_normalization(lower_case):
     kinds, normalized = table.compute_normalization(lower_case)
     shipped_kinds, shipped = table.load_normalization(lower_case)
     np.testing.assert_array_equal(shipped_kinds, kinds)
-    kept = kinds != table.REMOVED_CHAR
+    kept = kinds != REMOVED_CHAR
     np.testing.assert_array_equal(shipped[kept], normalized[kept])
     assert normalized.shape[1] == (3 if lower_case else 1)  # Hangul syllables: 3 jamo
 
@@ -36,13 +42,13 @@ def test_vocabulary_table_spells_each_character_with_the_vocabulary_alphabet():
     def spell(char):
         return lookup(block_of, entries, spellings, alphabet, char)
 
-    assert spell("É") == (table.WORD_CHAR, "e")
-    assert spell("군") == (table.WORD_CHAR, "군")
-    assert spell("!") == (table.ISOLATED_CHAR, "!")
-    assert spell("ß") == (table.WORD_CHAR, placeholder)  # in no token: its word is [UNK]
-    assert spell("漢") == (table.ISOLATED_CHAR, placeholder)
-    assert spell("\u3000") == (table.WHITESPACE_CHAR, "")
-    assert spell("\u200b") == (table.REMOVED_CHAR, "")
-    assert spell("\ue000") == (table.REMOVED_CHAR, "")
+    assert spell("É") == (WORD_CHAR, "e")
+    assert spell("군") == (WORD_CHAR, "군")
+    assert spell("!") == (ISOLATED_CHAR, "!")
+    assert spell("ß") == (WORD_CHAR, placeholder)  # in no token: its word is [UNK]
+    assert spell("漢") == (ISOLATED_CHAR, placeholder)
+    assert spell("\u3000") == (WHITESPACE_CHAR, "")
+    assert spell("\u200b") == (REMOVED_CHAR, "")
+    assert spell("\ue000") == (REMOVED_CHAR, "")
     cased = table.vocabulary_table(VOCAB, lower_case=False)
-    assert lookup(*cased, "É") == (table.WORD_CHAR, cased[3][0])
+    assert lookup(*cased, "É") == (WORD_CHAR, cased[3][0])
