@@ -59,6 +59,20 @@ def pairs_seq_length(tokenizer, seq_length, pair_task):
     return seq_length - (family_packing(tokenizer)["pair_separators"] - 1)
 
 
+def shuffled_pairs(files, tokenizer, seq_length, pair_task, seed, short_seq_prob,
+                   document_buffer_size, window_size, shuffle_buffer_size, dupe_factor=1):
+    """The shuffled sentence pairs (single segments for `pair_task=None`) of `files` for rows
+    of `seq_length`, `dupe_factor` passes over the corpus: what `pretraining_dataset` masks
+    and `write_pretraining_tfrecords` writes (the arguments are theirs)."""
+    pairs = sentence_pairs(
+        files, tokenizer, pairs_seq_length(tokenizer, seq_length, pair_task), short_seq_prob,
+        seed, document_buffer_size, window_size, pair_task,
+    )
+    if dupe_factor != 1:
+        pairs = pairs.repeat(dupe_factor)
+    return pairs.shuffle(shuffle_buffer_size, seed=seed)
+
+
 def packed_batches(pairs, tokenizer, seq_length, batch_size, drop_remainder, with_pairs):
     """Batches of `(packed_inputs, pair_labels)`, int32 `[B, seq_length]` / `[B]`:
     `[CLS] A [SEP] B [SEP]` (RoBERTa: `<s> A </s></s> B </s>`), or `[CLS] A [SEP]` without
@@ -190,10 +204,8 @@ def pretraining_dataset(
     >>> pretrainer.fit(ds.repeat(), steps_per_epoch=1000, epochs=10)  # doctest: +SKIP
     """
     pair_task = resolve_pair_task(pair_task, next_sentence)
-    pairs = sentence_pairs(
-        files, tokenizer, pairs_seq_length(tokenizer, seq_length, pair_task), short_seq_prob,
-        seed, document_buffer_size, window_size, pair_task,
-    ).shuffle(shuffle_buffer_size, seed=seed)
+    pairs = shuffled_pairs(files, tokenizer, seq_length, pair_task, seed, short_seq_prob,
+                           document_buffer_size, window_size, shuffle_buffer_size)
     masker = MaskedLMMasker(
         tokenizer,
         max_predictions_per_seq=max_predictions_per_seq,

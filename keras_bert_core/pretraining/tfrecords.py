@@ -13,10 +13,10 @@ import tensorflow as tf
 from keras_bert_core.pretraining.data import (
     masked_training_batches,
     packed_batches,
-    pairs_seq_length,
+    shuffled_pairs,
 )
 from keras_bert_core.pretraining.masking import MaskedLMMasker
-from keras_bert_core.pretraining.pairs import resolve_pair_task, sentence_pairs
+from keras_bert_core.pretraining.pairs import resolve_pair_task
 from keras_bert_core.text.corpus_files import glob_files
 
 # Feature names of google-research's pretraining TFRecords, minus the masked-LM fields.
@@ -93,14 +93,8 @@ def write_pretraining_tfrecords(
     ...                                     num_shards=4, dupe_factor=5)  # doctest: +SKIP
     """
     pair_task = resolve_pair_task(pair_task, next_sentence)
-    pairs = (
-        sentence_pairs(
-            files, tokenizer, pairs_seq_length(tokenizer, seq_length, pair_task),
-            short_seq_prob, seed, document_buffer_size, window_size, pair_task,
-        )
-        .repeat(dupe_factor)
-        .shuffle(shuffle_buffer_size, seed=seed)
-    )
+    pairs = shuffled_pairs(files, tokenizer, seq_length, pair_task, seed, short_seq_prob,
+                           document_buffer_size, window_size, shuffle_buffer_size, dupe_factor)
     batches = packed_batches(pairs, tokenizer, seq_length, batch_size=256, drop_remainder=False,
                              with_pairs=pair_task is not None)
     paths = [f"{output_prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
