@@ -2,6 +2,7 @@
 
 from keras_bert_core.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_core.text.special_tokens import SpecialTokenIds
+from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
 from keras_bert_core.text.vocabulary.assets import VocabularyAssets
 
 
@@ -12,7 +13,9 @@ class Tokenizer(VocabularyAssets, SpecialTokenIds, PreprocessingLayer):
 
     Each subclass sets `vocabulary_kind`, the kind of vocabulary files it is made from
     (one of `text.vocabulary.files.TOKENIZER_KINDS`): what the preprocessor packs and the
-    files written for it follow from it.
+    files written for it follow from it. It tokenizes a batch of texts in
+    `_tokenize(text, with_offsets)`, which returns `(ids,)` or `(ids, starts, ends)`;
+    this class takes the inputs (`call`, `tokenize_with_offsets`).
 
     Example:
     >>> from keras_bert_core.text import BertTokenizer, BytePairTokenizer
@@ -21,3 +24,39 @@ class Tokenizer(VocabularyAssets, SpecialTokenIds, PreprocessingLayer):
     """
 
     vocabulary_kind = None
+
+    def call(self, inputs):
+        """Tokenizes strings.
+
+        Args:
+            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
+
+        Returns:
+            int32 `tf.RaggedTensor` [batch, (tokens)] for a batch, or an int32 `tf.Tensor`
+            [tokens] for a single string.
+        """
+        self._check_vocabulary()
+        text, single = as_batch(inputs)
+        (ids,) = self._tokenize(text, with_offsets=False)
+        keep_static_batch_size(ids, text)
+        return ids[0] if single else ids
+
+    def tokenize_with_offsets(self, inputs):
+        """Tokenizes strings and locates every token in its input string.
+
+        Args:
+            inputs: a list of strings or a 1-D string tensor.
+
+        Returns:
+            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (tokens)] tensors of
+            int32, int64, int64. `inputs[i][start:end]` (in bytes) is the input text the
+            token comes from (the subclass's docstring says which, under Offsets).
+        """
+        self._check_vocabulary()
+        text, single = as_batch(inputs)
+        if single:
+            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
+        outputs = self._tokenize(text, with_offsets=True)
+        for x in outputs:
+            keep_static_batch_size(x, text)
+        return outputs

@@ -35,7 +35,7 @@ from keras_bert_core.text.byte_pair.pretokenization import (
     GPT2_PRETOKEN_PATTERN,
     pretokenize,
 )
-from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size, route_rows
+from keras_bert_core.text.string_batches import route_rows
 from keras_bert_core.text.tokenizer import Tokenizer
 from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
     bytes_to_unicode,
@@ -57,6 +57,9 @@ class BytePairTokenizer(Tokenizer):
     pipeline, in a `tf.function` and in an exported SavedModel for TF Serving (TensorFlow
     core ops and tf.text's `RegexSplitWithOffsets`). Special tokens are never produced from
     text; add them with a packer.
+
+    Offsets: `inputs[i][start:end]` (in bytes) are the token's bytes without its leading and
+    trailing spaces (RoBERTa's `trim_offsets`).
 
     Args:
         vocabulary: path to a `vocab.json` (token -> id) or a dict. Every one of the 256
@@ -173,40 +176,6 @@ class BytePairTokenizer(Tokenizer):
             raise KeyError(f"Id {token_id} is not in the vocabulary.")
         return self._tokens[token_id]
 
-    def call(self, inputs):
-        """Tokenizes strings.
-
-        Args:
-            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
-
-        Returns:
-            int32 `tf.RaggedTensor` [batch, (tokens)] for a batch, or an int32 `tf.Tensor`
-            [tokens] for a single string.
-        """
-        text, single = as_batch(inputs)
-        ids = self._tokenize(text, with_offsets=False)[0]
-        keep_static_batch_size(ids, text)
-        return ids[0] if single else ids
-
-    def tokenize_with_offsets(self, inputs):
-        """Tokenizes strings and locates every token in its input string.
-
-        Args:
-            inputs: a list of strings or a 1-D string tensor.
-
-        Returns:
-            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (tokens)] tensors of
-            int32, int64, int64. `inputs[i][start:end]` (in bytes) are the token's bytes
-            without its leading and trailing spaces (RoBERTa's `trim_offsets`).
-        """
-        text, single = as_batch(inputs)
-        if single:
-            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
-        outputs = self._tokenize(text, with_offsets=True)
-        for x in outputs:
-            keep_static_batch_size(x, text)
-        return outputs
-
     def detokenize(self, token_ids):
         """Joins the bytes of the tokens: the input text back, for ids of this tokenizer.
 
@@ -226,7 +195,6 @@ class BytePairTokenizer(Tokenizer):
     def _tokenize(self, text, with_offsets):
         """Ids (and offsets) of each text: ASCII texts with the ASCII pattern, the others
         with the Unicode one, rows back in input order."""
-        self._check_vocabulary()
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
         return route_rows(
             text, tf.strings.regex_full_match(text, ASCII_TEXT),

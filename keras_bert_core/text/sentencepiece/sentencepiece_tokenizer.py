@@ -68,10 +68,8 @@ from keras_bert_core.text.sentencepiece.characters import (
 from keras_bert_core.text.sentencepiece.offsets import PieceOffsets, input_offsets
 from keras_bert_core.text.sentencepiece.tflite_offsets import TfliteOffsets
 from keras_bert_core.text.string_batches import (
-    as_batch,
     check_max_text_bytes,
     cut_texts,
-    keep_static_batch_size,
 )
 from keras_bert_core.text.tokenizer import Tokenizer
 from keras_bert_core.text.vocabulary.files import SENTENCEPIECE
@@ -108,6 +106,21 @@ class SentencePieceTokenizer(Tokenizer):
     without combining characters) unless `keep_accents`, lower case if `lower_case`, on
     both pipelines and with or without offsets. Special tokens are never produced from
     text; add them with a packer.
+
+    Offsets: the default pipeline places the ids with the offsets of tf.text's
+    `SentencepieceTokenizeWithOffsetsOp` (the fast op gives none); the TFLite-compatible one
+    counts the model normalizer's units and the pieces' characters (the `sentencepiece`
+    library's offsets: the same, but where that op orders tied pieces differently and the
+    normalizer changed them, e.g. full-width `＝`, where the default pipeline gives the op
+    pieces' whole spans). It needs a model whose every piece's characters are pieces of
+    their own, without user-defined or byte pieces (`ValueError` otherwise), as ALBERT's
+    are. `inputs[i][start:end]` (in bytes) holds the input characters the piece comes from:
+    a piece that starts with `▁` from its word's first character (the spaces before it
+    belong to no piece; a lone `▁` is an empty span where the word starts), a character
+    whose preprocessing gives several characters (`ﬁ`) whole, characters that preprocessing
+    removes (combining accents, the second quote of a pair) with the piece before them. A
+    `▁` piece that stands for the start of the text is an empty span where the first
+    character starts.
 
     Args:
         model: path to a SentencePiece model (`spiece.model`) or its bytes. The config
@@ -218,55 +231,15 @@ class SentencePieceTokenizer(Tokenizer):
             raise KeyError(f"Id {token_id} is outside the model's {len(self._pieces)} pieces.")
         return self._pieces[token_id]
 
-    def call(self, inputs):
-        """Tokenizes strings.
-
-        Args:
-            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
-
-        Returns:
-            int32 `tf.RaggedTensor` [batch, (pieces)] for a batch, or an int32 `tf.Tensor`
-            [pieces] for a single string.
-        """
-        self._check_vocabulary()
-        text, single = as_batch(inputs)
-        out_chars, _, out_splits = self._preprocessing(self._characters_of(text))
-        ids = self._fast_sentencepiece.tokenize(self._spelled(out_chars, out_splits))
-        if not self.tflite_compatible:
-            ids = ids.with_row_splits_dtype(tf.int64)  # as tf.text's other tokenizers give
-        keep_static_batch_size(ids, text)
-        return ids[0] if single else ids
-
-    def tokenize_with_offsets(self, inputs):
-        """Tokenizes strings and locates every piece in its input string.
-
-        The ids of `call`. The default pipeline places them with the offsets of tf.text's
-        `SentencepieceTokenizeWithOffsetsOp` (the fast op gives none); the TFLite-compatible
-        one counts the model normalizer's units and the pieces' characters (the
-        `sentencepiece` library's offsets: the same, but where that op orders tied pieces
-        differently and the normalizer changed them, e.g. full-width `＝`, where the
-        default pipeline gives the op pieces' whole spans). It needs a model whose every
-        piece's characters are pieces of their own, without user-defined or byte pieces
-        (`ValueError` otherwise), as ALBERT's are.
-
-        Args:
-            inputs: a list of strings or a 1-D string tensor.
-
-        Returns:
-            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (pieces)] tensors of
-            int32, int64, int64. `inputs[i][start:end]` (in bytes) holds the input
-            characters the piece comes from: a piece that starts with `▁` from its word's
-            first character (the spaces before it belong to no piece; a lone `▁` is an
-            empty span where the word starts), a character whose preprocessing gives several
-            characters
-            (`ﬁ`) whole, characters that preprocessing removes (combining accents, the
-            second quote of a pair) with the piece before them. A `▁` piece that stands
-            for the start of the text is an empty span where the first character starts.
-        """
-        self._check_vocabulary()
-        text, single = as_batch(inputs)
-        if single:
-            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
+    def _tokenize(self, text, with_offsets):
+        """`(ids,)` or `(ids, starts, ends)` of a batch of texts: the ids of the fast op on
+        the preprocessed texts, and their offsets (see Offsets in the class docstring)."""
+        if not with_offsets:
+            out_chars, _, out_splits = self._preprocessing(self._characters_of(text))
+            ids = self._fast_sentencepiece.tokenize(self._spelled(out_chars, out_splits))
+            if not self.tflite_compatible:
+                ids = ids.with_row_splits_dtype(tf.int64)  # as tf.text's other tokenizers give
+            return (ids,)
         chars = self._characters_of(text)
         out_chars, sources, out_splits, span_ends = self._preprocessing(chars, with_spans=True)
         spelled = self._spelled(out_chars, out_splits)
@@ -275,17 +248,14 @@ class SentencePieceTokenizer(Tokenizer):
             if not hasattr(self, "_tflite_offsets"):
                 with tf.init_scope():  # tables built eagerly, once, from the model
                     self._tflite_offsets = TfliteOffsets(self.model, self.lower_case,
-                                                          self.keep_accents,
-                                                          self._speller.nul_stand_in)
+                                                         self.keep_accents,
+                                                         self._speller.nul_stand_in)
             starts, ends = self._tflite_offsets(chars, out_chars, sources, out_splits,
                                                 span_ends, ids)
         else:
             starts, ends = self._op_offsets(chars, out_chars, sources, out_splits, span_ends,
                                             spelled, ids)
-        outputs = (ids, ids.with_flat_values(starts), ids.with_flat_values(ends))
-        for x in outputs:
-            keep_static_batch_size(x, text)
-        return outputs
+        return ids, ids.with_flat_values(starts), ids.with_flat_values(ends)
 
     def _op_offsets(self, chars, out_chars, sources, out_splits, span_ends, spelled, ids):
         """Flat int64 `(starts, ends)` of the pieces `ids` in the input texts, placed with

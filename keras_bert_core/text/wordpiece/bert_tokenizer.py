@@ -52,10 +52,8 @@ from keras_bert_core.text.character_normalization import (
     too_long_words,
 )
 from keras_bert_core.text.string_batches import (
-    as_batch,
     check_max_text_bytes,
     cut_texts,
-    keep_static_batch_size,
     route_rows,
 )
 from keras_bert_core.text.tflite_tokenization import TfliteWordpieces, row_ids
@@ -81,6 +79,10 @@ class BertTokenizer(Tokenizer):
     applies NFD and strips accents; both modes remove control and format characters (e.g.
     zero-width space), split on whitespace and punctuation, put each CJK ideograph in its own
     word, and map words longer than 100 characters to `[UNK]`.
+
+    Offsets: `inputs[i][start:end]` (in bytes) is the input text a wordpiece comes from, the
+    span of its word for `[UNK]`; the TFLite-compatible pipeline computes them with TFLite
+    builtin ops too.
 
     Invalid UTF-8: each invalid byte sequence reads as U+FFFD, which the reference drops, so
     invalid bytes are ignored (offsets still index the input bytes).
@@ -185,49 +187,6 @@ class BertTokenizer(Tokenizer):
             raise KeyError(f"Id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
         return self.vocabulary[token_id]
 
-    def call(self, inputs):
-        """Tokenizes strings.
-
-        Args:
-            inputs: a string, a list of strings or a string tensor of rank 0 or 1.
-
-        Returns:
-            int32 `tf.RaggedTensor` [batch, (wordpieces)] for a batch, or an int32 `tf.Tensor`
-            [wordpieces] for a single string.
-        """
-        self._check_vocabulary()
-        text, single = as_batch(inputs)
-        if self.tflite_compatible:
-            ids = self._tflite(text, with_offsets=False)[0]
-        else:
-            (ids,) = self._reference_pipeline(text, with_offsets=False)
-        keep_static_batch_size(ids, text)
-        return ids[0] if single else ids
-
-    def tokenize_with_offsets(self, inputs):
-        """Tokenizes strings and locates every wordpiece in its input string.
-
-        Args:
-            inputs: a list of strings or a 1-D string tensor.
-
-        Returns:
-            `(token_ids, start_offsets, end_offsets)`: ragged [batch, (wordpieces)] tensors;
-            `inputs[i][start:end]` (in bytes) is the input text a wordpiece comes from, the
-            span of its word for `[UNK]`. Types are int32, int64, int64. The
-            TFLite-compatible pipeline computes them with TFLite builtin ops too.
-        """
-        self._check_vocabulary()
-        text, single = as_batch(inputs)
-        if single:
-            raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
-        if self.tflite_compatible:
-            ids, starts, ends = self._tflite(text, with_offsets=True)
-        else:
-            ids, starts, ends = self._reference_pipeline(text, with_offsets=True)
-        for x in (ids, starts, ends):
-            keep_static_batch_size(x, text)
-        return ids, starts, ends
-
     def word_ids(self, token_ids):
         """Index of the word each wordpiece belongs to, counted from 0 in each row.
 
@@ -247,6 +206,11 @@ class BertTokenizer(Tokenizer):
         row_base = tf.gather(before_row, token_ids.row_splits[:-1])
         word_ids = words_so_far - 1 - tf.gather(row_base, token_ids.value_rowids())
         return token_ids.with_flat_values(word_ids)
+
+    def _tokenize(self, text, with_offsets):
+        if self.tflite_compatible:
+            return self._tflite(text, with_offsets)
+        return self._reference_pipeline(text, with_offsets)
 
     def _reference_pipeline(self, text, with_offsets):
         """Ids (and offsets) of the reference pipeline: plain ASCII lines by the fast route,
