@@ -4,10 +4,16 @@
 >>> kbc.BertConfig.preset("base").hidden_size
 768
 
-Public names load on first use, so `kbc --help` answers without starting TensorFlow.
+Public names load on first use, so `kbc --help` answers without starting TensorFlow (and
+`kbc` sets TensorFlow's environment before it starts). Yet every class Keras serializes is
+registered once Keras is there: at once if Keras is imported already, else as soon as
+Keras (or TensorFlow, which imports it) has been imported, so that
+`import keras_bert_core; keras.saving.load_model("model.keras")` finds them.
 """
 
 import importlib
+import importlib.abc
+import sys
 
 __version__ = "0.1.0"
 
@@ -87,3 +93,67 @@ def __getattr__(name):
 
 def __dir__():
     return __all__
+
+
+# The packages whose modules register the classes Keras serializes (optimizers and
+# schedules, layers, models, text layers, the masked-LM masker).
+_REGISTERING = ("keras_bert_core.optimizers", "keras_bert_core.layers", "keras_bert_core.models",
+                "keras_bert_core.text", "keras_bert_core.pretraining")
+# Keras's imports: each imports the other.
+_KERAS_MODULES = ("keras", "tensorflow")
+
+
+def _register_keras_classes():
+    for name in _REGISTERING:
+        importlib.import_module(name)
+
+
+class _RegisterAfterKeras(importlib.abc.MetaPathFinder):
+    """Registers the package's Keras classes once Keras is imported and no import of Keras,
+    TensorFlow or a module of this package is under way (each may import the others: none
+    may be half-imported then), then leaves `sys.meta_path`."""
+
+    def __init__(self):
+        self.depth = 0
+
+    def find_spec(self, name, path, target=None):
+        if name not in _KERAS_MODULES and not name.startswith(__name__ + "."):
+            return None
+        spec = next((spec for finder in sys.meta_path if finder is not self
+                     and hasattr(finder, "find_spec")
+                     for spec in [finder.find_spec(name, path, target)] if spec is not None),
+                    None)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenRegister(spec.loader, self)
+        return spec
+
+
+class _ThenRegister(importlib.abc.Loader):
+    """A loader that runs `loader`, then the registration once no Keras import is under way."""
+
+    def __init__(self, loader, finder):
+        self.loader = loader
+        self.finder = finder
+
+    def __getattr__(self, name):  # resource readers and the like: the real loader's
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.finder.depth += 1
+        try:
+            self.loader.exec_module(module)
+        finally:
+            self.finder.depth -= 1
+        if (self.finder.depth == 0 and "keras" in sys.modules
+                and self.finder in sys.meta_path):
+            sys.meta_path.remove(self.finder)
+            _register_keras_classes()
+
+
+if "keras" in sys.modules:
+    _register_keras_classes()
+else:
+    sys.meta_path.insert(0, _RegisterAfterKeras())

@@ -7,8 +7,6 @@ import statistics
 import tempfile
 import time
 
-from keras_bert_core.cli.tasks import Choice, Classify, Ner, Squad
-
 # Requests (one text, or pair, question...) timed one per call on each export.
 LATENCY_REQUESTS = 20
 EXPORT_FORMATS = ("saved_model", "tflite")
@@ -39,37 +37,10 @@ def _weight_bytes(model):
     return int(sum(int(np.prod(w.shape)) * np.dtype(w.dtype).itemsize for w in model.weights))
 
 
-def _text_requests(data, count):
-    texts = data.texts[:count]
-    if data.pairs is None:
-        return [{"text": text} for text in texts]
-    return [{"text_a": a, "text_b": b} for a, b in zip(texts, data.pairs, strict=False)]
-
-
-def _tagging_requests(data, count):
-    return [{"text": " ".join(words)} for words in data.sentences[:count]]
-
-
-def _question_requests(data, count):
-    return [{"question": e.question, "context": e.context} for e in data[:count]]
-
-
-def _choice_requests(data, count):
-    return [{"text": question, "choices": list(choices)}
-            for question, choices in zip(data.questions[:count], data.choices, strict=False)]
-
-
-# Each task's data as its serving signature's text inputs (a subclass, e.g. `Pair`, takes
-# its parent's).
-_REQUESTS = {Classify: _text_requests, Ner: _tagging_requests, Squad: _question_requests,
-             Choice: _choice_requests}
-
-
 def export_requests(task, data, count=LATENCY_REQUESTS):
     """The first `count` examples of `data` as an export's inputs: dicts keyed by the
     serving signature's text inputs (`kbc predict`'s JSON lines)."""
-    kind = next(kind for kind in type(task).__mro__ if kind in _REQUESTS)
-    return _REQUESTS[kind](data, count)
+    return task.serving_requests(data, count)
 
 
 def _loaded_export(kind, path):

@@ -40,7 +40,7 @@ from keras_bert_core.cli.model_building import VOCAB_FILE
 from keras_bert_core.cli.options import TrainingOptions
 from keras_bert_core.cli.predict import load_tflite
 from keras_bert_core.cli.run_dir import CURVES_FILE, RunDirectory, default_run_dir
-from keras_bert_core.cli.tasks import Classify
+from keras_bert_core.cli.tasks import task_for
 from keras_bert_core.cli.training_setup import (
     compile_for_training,
     training_scope,
@@ -143,7 +143,7 @@ def _finetune(run, args, size, encoder, vocab, train, held_out):
     from keras_bert_core.text import BertPreprocessor
 
     options = TrainingOptions(learning_rate=5e-4, seed=args.seed)
-    task = Classify({"seq_length": args.seq_length, "lower_case": True})
+    task = task_for("classify", {"seq_length": args.seq_length, "lower_case": True})
     task.learn_labels(train)
     preprocessor = BertPreprocessor(vocab, seq_length=args.seq_length)
     dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,

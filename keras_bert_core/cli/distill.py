@@ -12,6 +12,7 @@ import os
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.comparison import compare, comparison_table
+from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import MODEL_FILE, model_path, run_directory_of
 from keras_bert_core.cli.options import (
@@ -21,7 +22,7 @@ from keras_bert_core.cli.options import (
     positive_int,
 )
 from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
-from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned
+from keras_bert_core.cli.tasks import add_data_options, data_settings, read_input
 from keras_bert_core.cli.training_setup import (
     compile_for_training,
     full_batches,
@@ -169,7 +170,7 @@ def _unlabeled_batches(task, path, preprocessor, batch_size, seed, labeled_spec)
     if task.name not in UNLABELED_TASKS:
         raise UserError(f"--unlabeled takes {', '.join(UNLABELED_TASKS)} data, not "
                         f"{task.name} (its rows are built from the answers)")
-    data = task.read_input(path)
+    data = read_input(task, path)
     if task.name == "ner":
         from keras_bert_core.tasks.token_classification import tagging_features
 

@@ -3,16 +3,18 @@
 import json
 
 from keras_bert_core.cli import UserError
+from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.options import positive_int
 from keras_bert_core.cli.run_dir import claim_output
-from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, load_tfds
+from keras_bert_core.cli.tasks import add_data_options, data_settings, load_tfds
 from keras_bert_core.files import replaced_when_complete
 
 
 def add_arguments(parser):
-    parser.add_argument("model", help="a kbc fine-tuning run directory, or the model.keras "
-                                      "inside one")
+    parser.add_argument("model", help="a fine-tuned .keras file (a kbc fine-tuning run's "
+                                      "model.keras, also copied out of it), its run, or a "
+                                      "preset folder")
     parser.add_argument("data", nargs="?", metavar="FILE",
                         help="labeled data, in the format the task trained on")
     parser.add_argument("--tfds", metavar="NAME", help="a TensorFlow Datasets task instead")

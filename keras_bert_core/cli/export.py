@@ -8,10 +8,10 @@ import contextlib
 import os
 
 from keras_bert_core.cli import UserError
+from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import say, stage
 from keras_bert_core.cli.model_building import run_directory_of
 from keras_bert_core.cli.run_dir import claim_output
-from keras_bert_core.cli.tasks import load_finetuned
 from keras_bert_core.files import replaced_when_complete
 
 FORMATS = ("saved_model", "tflite", "preset")
@@ -24,8 +24,9 @@ TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16",
 
 
 def add_arguments(parser):
-    parser.add_argument("model", help="a kbc fine-tuning run directory, its model.keras, or "
-                                      "a preset folder")
+    parser.add_argument("model", help="a fine-tuned .keras file (a kbc fine-tuning run's "
+                                      "model.keras, also copied out of it), its run, or a "
+                                      "preset folder")
     parser.add_argument("-o", "--output", required=True, metavar="DIR",
                         help="folder to write: saved_model/, model*.tflite and preset/")
     parser.add_argument("--format", nargs="+", choices=FORMATS, default=list(DEFAULT_FORMATS),
@@ -169,10 +170,10 @@ def check_calibration(path):
 def read_calibration(path, names):
     """The calibration texts of `--calibration FILE`, read as `kbc predict` reads an
     export's input: dicts keyed by `names`."""
-    from keras_bert_core.cli.predict import export_requests
+    from keras_bert_core.cli.predict import read_requests
 
     try:
-        return export_requests(path, names)
+        return read_requests(path, names)
     except UserError as e:
         raise UserError(f"--calibration {path}: {e}") from None
 

@@ -25,7 +25,13 @@ from keras_bert_core.cli.run_dir import (
     default_run_dir,
     resumed_arguments,
 )
-from keras_bert_core.cli.tasks import TASKS, add_data_options, data_settings, load_tfds
+from keras_bert_core.cli.tasks import (
+    TASK_NAMES,
+    add_data_options,
+    data_settings,
+    load_tfds,
+    task_for,
+)
 from keras_bert_core.cli.training_setup import (
     compile_for_training,
     full_batches,
@@ -37,7 +43,7 @@ DEFAULT_SEQ_LENGTH = 128
 
 
 def add_arguments(parser):
-    parser.add_argument("--task", choices=sorted(TASKS),
+    parser.add_argument("--task", choices=TASK_NAMES,
                         help="classify: a text -> label (CSV/TSV/JSONL); pair: two texts -> "
                              "label; squad: SQuAD JSON; ner: CoNLL; choice: JSONL")
     data = parser.add_argument_group("data sources")
@@ -229,7 +235,7 @@ def run(args):
     if args.vocab and args.checkpoint:
         check_same_kind(preprocessor, vocab_path, args.checkpoint)
     # A resumed run keeps the labels it learned: the model's outputs are numbered by them.
-    task = TASKS[args.task](saved["task"] if saved else {
+    task = task_for(args.task, saved["task"] if saved else {
         **data_settings(args), "seq_length": args.seq_length,
         "lower_case": preprocessor.lower_case})
     train, validation = _load_data(args, task, learn_labels=not args.resume)
@@ -242,7 +248,7 @@ def run(args):
         else:
             encoder, source = build_encoder(ModelOptions.from_args(args), preprocessor,
                                             vocab_path, args.checkpoint)
-        model = task.build_model(encoder)
+        model = task.build_model(encoder, preprocessor)
         if args.lora:  # a resumed run too: its backup holds the adapters
             enable_lora_of(args, model)
         compile_for_training(model, training, args.epochs * steps_per_epoch)

@@ -9,9 +9,10 @@ import sys
 import numpy as np
 
 from keras_bert_core.cli import UserError
+from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import native_log_hidden, progress, say
 from keras_bert_core.cli.run_dir import claim_output
-from keras_bert_core.cli.tasks import add_data_options, data_settings, load_finetuned, read_lines
+from keras_bert_core.cli.tasks import add_data_options, data_settings, read_input, read_lines
 from keras_bert_core.extras import require
 from keras_bert_core.files import replaced_when_complete
 
@@ -21,8 +22,10 @@ EXPORT_INPUTS = ("text", "text_a", "text_b", "question", "context", "choices")
 
 
 def add_arguments(parser):
-    parser.add_argument("model", help="a kbc fine-tuning run (or its model.keras), a "
-                                      "SavedModel directory from `kbc export`, or a .tflite file")
+    parser.add_argument("model", help="a fine-tuned .keras file (a kbc fine-tuning run's "
+                                      "model.keras, also copied out of it), its run, a preset "
+                                      "folder, a SavedModel directory from `kbc export`, or a "
+                                      ".tflite file")
     parser.add_argument("-i", "--input", metavar="FILE",
                         help="what to answer (default: stdin). For a run: a data file in the "
                              "task's format, or text lines (.txt; pairs tab-separated; ner: "
@@ -43,7 +46,7 @@ def _json_ready(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def export_requests(path, names):
+def read_requests(path, names):
     """One dict of input name -> value per input line: tab-separated fields in the order of
     `names`, or JSON lines keyed by them."""
     requests = []
@@ -78,7 +81,7 @@ def _saved_model_answers(path, input_path, batch_size):
         raise UserError(str(e)) from None
     specs = function.structured_input_signature[1]
     names = [name for name in EXPORT_INPUTS if name in specs]
-    requests = export_requests(input_path, names)
+    requests = read_requests(input_path, names)
     for start in progress(range(0, len(requests), batch_size), title="predicting"):
         batch = requests[start:start + batch_size]
         try:
@@ -121,7 +124,7 @@ def load_tflite(path):
 def _tflite_answers(path, input_path):
     runner, names = load_tflite(path)
     # The interpreter answers one text (one row) per call, as on a phone.
-    for request in progress(export_requests(input_path, names), title="predicting"):
+    for request in progress(read_requests(input_path, names), title="predicting"):
         outputs = runner(**{name: np.array([request[name]], dtype=object) for name in names})
         answer = {name: _json_ready(value[0]) for name, value in outputs.items()}
         yield dict(sorted(_cut_from_text(request, answer).items()))
@@ -155,7 +158,7 @@ def answers(args):
         return _saved_model_answers(args.model, args.input, args.batch_size)
     model, task, preprocessor = load_finetuned(args.model)
     task.settings.update(data_settings(args))
-    data = task.read_input(args.input)
+    data = read_input(task, args.input)
     say(f"answering {len(data)} {task.name} examples")
     return task.predict(model, data, preprocessor, args.batch_size)
 

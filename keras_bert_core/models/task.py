@@ -1,14 +1,19 @@
 """`TaskModel`: what every task model shares: the encoder, default training settings, config,
 and an optional preprocessor that lets `fit`, `evaluate` and `predict` take raw text."""
 
-import inspect
-
 import keras
-import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.keras_internals import loss_tracker
 from keras_bert_core.models.encoder import BertEncoder
+from keras_bert_core.models.text_inputs import (
+    arguments_by_name,
+    as_arrays,
+    is_text_data,
+    is_text_spec,
+    split_last,
+    takes_argument,
+)
 from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
 
 
@@ -57,6 +62,15 @@ class TaskModel(keras.Model):
     `.keras` file (`assets/preprocessor/tokenizer/vocab.txt`, see
     `keras_bert_core.text.vocabulary.assets`), not in its config.
 
+    Answers: `task_settings` is a JSON-ready dict of what turns the model's outputs into
+    answers and how its data is read, saved in the model's config, so that a `.keras` file
+    (with its preprocessor) is the whole model. `kbc finetune` writes the task's settings:
+    `name` (the `kbc` task), `seq_length`, `lower_case`, the data columns (`text_column`,
+    `pair_column`, `label_column`, `question_column`, `choices_column`, `context_column`)
+    and, by task, `label_names` (classify, pair, ner; None for regression), `doc_stride`,
+    `max_query_length`, `max_answer_length`, `null_score_threshold`, `version_2` (squad),
+    `num_choices` (choice). `keras_bert_core.tasks.task_of(model)` reads them to answer.
+
     Subclasses build their functional graph, call `super().__init__(encoder, inputs,
     outputs, **kwargs)`, set their attributes, call `self.compile()`, and define
     `default_compile_args`.
@@ -67,6 +81,8 @@ class TaskModel(keras.Model):
         outputs: the functional model's outputs.
         preprocessor: None, or the layer that turns text into the model's inputs (see
             above); also the attribute `preprocessor`, which may be set later.
+        task_settings: None, or the dict of settings its answers need (see above); also
+            the attribute `task_settings`.
         **kwargs: `name`, `trainable`.
 
     Example:
@@ -90,6 +106,15 @@ class TaskModel(keras.Model):
     (1, 2)
     >>> model.preprocess_text(["a film"])["token_ids"].numpy().tolist()
     [[2, 5, 8, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]]
+
+    The preprocessor and the settings travel in the `.keras` file:
+    >>> import os, tempfile, keras
+    >>> model.task_settings = {"label_names": ["bad", "good"]}
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.keras")
+    >>> model.save(path)
+    >>> restored = keras.saving.load_model(path)
+    >>> restored.task_settings, restored.predict(["a good film"], verbose=0).shape
+    ({'label_names': ['bad', 'good']}, (1, 2))
     """
 
     default_learning_rate = 5e-5
@@ -100,11 +125,13 @@ class TaskModel(keras.Model):
     # on text then pads every batch alike, so that the batches' outputs concatenate.
     outputs_per_token = False
 
-    def __init__(self, encoder, inputs, outputs, preprocessor=None, **kwargs):
+    def __init__(self, encoder, inputs, outputs, preprocessor=None, task_settings=None,
+                 **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = encoder.dtype_policy  # functional models drop a `dtype` argument
         self.encoder = encoder
         self.preprocessor = preprocessor
+        self.task_settings = task_settings
 
     @property
     def preprocessor(self):
@@ -120,7 +147,7 @@ class TaskModel(keras.Model):
                             f"model's inputs, or None; got {type(preprocessor).__name__}")
         self._preprocessor = preprocessor
         # Read once here: `predict` preprocesses batch by batch.
-        self._preprocessor_takes_static_shape = _takes_argument(preprocessor, "static_shape")
+        self._preprocessor_takes_static_shape = takes_argument(preprocessor, "static_shape")
 
     def preprocess_text(self, text, static_shape=None):
         """The model's inputs for a batch of text, by the preprocessor.
@@ -144,17 +171,17 @@ class TaskModel(keras.Model):
         return self.preprocessor(text)
 
     def fit(self, *args, **kwargs):
-        arguments = _arguments(keras.Model.fit, self, args, kwargs)
+        arguments = arguments_by_name(keras.Model.fit, self, args, kwargs)
         batch_size = arguments.pop("batch_size", None)
         x = arguments.get("x")
-        if isinstance(x, tf.data.Dataset) and _is_text_data(x):
+        if isinstance(x, tf.data.Dataset) and is_text_data(x):
             arguments["x"] = self._text_data(x, None, None, batch_size, static_shape=True)
-        elif _is_text_data(x):
-            x, y, sample_weight = (_as_arrays(arguments.pop(name, None))
+        elif is_text_data(x):
+            x, y, sample_weight = (as_arrays(arguments.pop(name, None))
                                    for name in ("x", "y", "sample_weight"))
             split = arguments.pop("validation_split", 0.0)
             if split:  # as Keras splits arrays: the last examples, before shuffling
-                (x, y, sample_weight), validation = _split_last((x, y, sample_weight), split)
+                (x, y, sample_weight), validation = split_last((x, y, sample_weight), split)
                 arguments.setdefault("validation_data", validation)
             arguments["x"] = self._text_data(x, y, sample_weight, batch_size, static_shape=True,
                                              shuffle=arguments.pop("shuffle", True))
@@ -164,23 +191,23 @@ class TaskModel(keras.Model):
         validation = arguments.get("validation_data")
         if isinstance(validation, tf.data.Dataset):
             validation = (validation, None, None)
-        if isinstance(validation, (tuple, list)) and _is_text_data(validation[0]):
+        if isinstance(validation, (tuple, list)) and is_text_data(validation[0]):
             validation_batch_size = arguments.pop("validation_batch_size", None) or batch_size
             arguments["validation_data"] = self._text_data(
                 *(*validation, None, None)[:3], validation_batch_size, static_shape=True)
         return super().fit(**arguments)
 
     def evaluate(self, *args, **kwargs):
-        arguments = _arguments(keras.Model.evaluate, self, args, kwargs)
-        if _is_text_data(arguments.get("x")):
+        arguments = arguments_by_name(keras.Model.evaluate, self, args, kwargs)
+        if is_text_data(arguments.get("x")):
             arguments["x"] = self._text_data(
                 arguments.pop("x"), arguments.pop("y", None), arguments.pop("sample_weight", None),
                 arguments.pop("batch_size", None), static_shape=True)
         return super().evaluate(**arguments)
 
     def predict(self, *args, **kwargs):
-        arguments = _arguments(keras.Model.predict, self, args, kwargs)
-        if _is_text_data(arguments.get("x")):
+        arguments = arguments_by_name(keras.Model.predict, self, args, kwargs)
+        if is_text_data(arguments.get("x")):
             dataset, text_only = self._text_batches(
                 arguments.pop("x"), None, None, arguments.pop("batch_size", None))
 
@@ -229,7 +256,7 @@ class TaskModel(keras.Model):
                                  "(batch the dataset itself)")
             dataset = x
         else:
-            x, y, sample_weight = (_as_arrays(x), _as_arrays(y), _as_arrays(sample_weight))
+            x, y, sample_weight = (as_arrays(x), as_arrays(y), as_arrays(sample_weight))
             data = tuple(part for part in (x, y, sample_weight) if part is not None)
             counts = {len(leaf) for leaf in tf.nest.flatten(data)}
             if len(counts) > 1:
@@ -239,7 +266,7 @@ class TaskModel(keras.Model):
             if shuffle:
                 dataset = dataset.shuffle(counts.pop(), reshuffle_each_iteration=True)
             dataset = dataset.batch(batch_size or 32)
-        text_only = _is_text_spec(dataset.element_spec)
+        text_only = is_text_spec(dataset.element_spec)
         text_spec = dataset.element_spec if text_only else dataset.element_spec[0]
         if any(spec.shape.rank == 0 for spec in tf.nest.flatten(text_spec)):
             raise ValueError("the dataset yields single texts: batch it first, e.g. "
@@ -357,91 +384,11 @@ class TaskModel(keras.Model):
         }
         if self.preprocessor is not None:  # models without one keep the config they had
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        if self.task_settings is not None:  # so do models without settings
+            config["task_settings"] = self.task_settings
         return config
 
     @classmethod
     def from_config(cls, config):
         encoder = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**{**config, "encoder": encoder})
-
-
-def _arguments(method, model, args, kwargs):
-    """The arguments of a call of `method` (a `keras.Model` method), by name."""
-    signature = inspect.signature(method)
-    bound = signature.bind(model, *args, **kwargs).arguments
-    arguments = {}
-    for name, value in bound.items():
-        if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
-            arguments.update(value)
-        elif name != "self":
-            arguments[name] = value
-    return arguments
-
-
-def _takes_argument(function, name):
-    """Whether a layer's `call` (or a callable) takes the keyword argument `name`."""
-    try:
-        return name in inspect.signature(getattr(function, "call", function)).parameters
-    except (TypeError, ValueError):  # no signature to read
-        return False
-
-
-def _is_text(x):
-    """Whether `x` is text: strings, arrays or tensors of them, or tuples and lists of them."""
-    if isinstance(x, (str, bytes)):
-        return True
-    if isinstance(x, (tf.Tensor, tf.RaggedTensor)):
-        return x.dtype == tf.string
-    if isinstance(x, np.ndarray):
-        return x.dtype.kind in "US" or (x.dtype.kind == "O" and x.size > 0
-                                        and isinstance(x.flat[0], (str, bytes)))
-    if isinstance(x, (list, tuple)):
-        return len(x) > 0 and all(_is_text(item) for item in x)
-    return False
-
-
-def _is_text_spec(spec):
-    return all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string
-               for s in tf.nest.flatten(spec))
-
-
-def _is_text_data(x):
-    """Whether `x` is text, or a dataset whose elements are text or `(text, ...)`."""
-    if isinstance(x, tf.data.Dataset):
-        spec = x.element_spec
-        return _is_text_spec(spec) or (isinstance(spec, tuple) and _is_text_spec(spec[0]))
-    return _is_text(x)
-
-
-def _as_arrays(data):
-    """Python lists as arrays (a string as a batch of one), keeping tuples and dicts."""
-    if data is None:
-        return None
-    if isinstance(data, dict):
-        return {key: _as_arrays(value) for key, value in data.items()}
-    if isinstance(data, tuple):
-        return tuple(_as_arrays(item) for item in data)
-    if isinstance(data, (str, bytes)):
-        return np.array([data])
-    if isinstance(data, (tf.Tensor, np.ndarray)):
-        return data
-    try:
-        return np.array(data)
-    except ValueError as error:  # rows of different lengths
-        raise ValueError(f"the data must be rectangular (every example with as many items): "
-                         f"{error}") from None
-
-
-def _split_last(parts, fraction):
-    """`parts` (nests of arrays) split before their last `fraction` of examples."""
-    if not 0 < fraction < 1:
-        raise ValueError(f"validation_split must be between 0 and 1, got {fraction}")
-    count = len(tf.nest.flatten(parts[0])[0])
-    cut = int(count * (1 - fraction))
-    if cut in (0, count):
-        raise ValueError(f"validation_split={fraction} leaves no examples on one side of "
-                         f"{count}")
-    first, second = ([tf.nest.map_structure(lambda a, s=s: a[s], part) if part is not None
-                      else None for part in parts]
-                     for s in (slice(None, cut), slice(cut, None)))
-    return tuple(first), tuple(second)

@@ -5,7 +5,6 @@ import io
 import json
 import os
 import platform
-import re
 import shutil
 from unittest import mock
 
@@ -194,86 +193,16 @@ def test_classifier_run_evaluates_and_predicts(kbc, classify_run, tmp_path, monk
         assert sum(answer["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
 
 
-TASKS = {
-    "pair": (["--train", DATA / "paraphrase.tsv", "--validation", DATA / "paraphrase.tsv",
-              "--text-column", "sentence1", "--pair-column", "sentence2"],
-             DATA / "paraphrase.tsv", 3, "accuracy"),
-    "squad": (["--train", DATA / "squad_v1.json", "--validation", DATA / "squad_v1.json",
-               "--doc-stride", 16, "--max-query-length", 12],
-              DATA / "squad_v1.json", None, "f1"),
-    "ner": (["--train", DATA / "ner.conll", "--validation", DATA / "ner.conll"],
-            DATA / "ner.conll", 3, "f1"),
-    "choice": (["--train", DATA / "choices.jsonl", "--validation", DATA / "choices.jsonl",
-                "--context-column", "context"], DATA / "choices.jsonl", 3, "accuracy"),
-}
-
-
-@pytest.mark.parametrize("task", sorted(TASKS))
-def test_finetune_evaluate_and_predict_every_task(kbc, task, pretrain_run, tmp_path):
-    arguments, data, num_examples, metric = TASKS[task]
-    run_dir = tmp_path / "run"
-    trained = kbc("finetune", "--task", task, *arguments, "--checkpoint", pretrain_run,
-                  "--seq-length", 32, "--batch-size", 2, "--epochs", 1, "--run-dir", run_dir)
-    assert trained.code == 0, trained.err
-    assert metric in RunDirectory.open(run_dir).read_json("metrics.json")["validation"]
-
-    evaluated = kbc("evaluate", run_dir, data)
-    assert evaluated.code == 0, evaluated.err
-    assert 0.0 <= json.loads(evaluated.out)[metric] <= 100.0
-
-    predicted = kbc("predict", run_dir, "--input", data)
-    assert predicted.code == 0, predicted.err
-    answers = json_lines(predicted.out)
-    if task == "squad":
-        contexts = {e["context"] for a in json.loads(data.read_text())["data"]
-                    for e in a["paragraphs"]}
-        assert all(any(a["answer"] in c for c in contexts) for a in answers)
-    else:
-        assert len(answers) == num_examples
-    if task == "ner":
-        assert all(len(a["words"]) == len(a["tags"]) for a in answers)
-    if task in ("squad", "ner"):
-        _check_tflite_answers_are_cut_from_the_text(kbc, task, run_dir, data, tmp_path)
-
-
-def _check_tflite_answers_are_cut_from_the_text(kbc, task, run_dir, data, tmp_path):
-    """A .tflite file gives byte offsets; `kbc predict` cuts the strings from the text."""
-    exported = kbc("export", run_dir, "--output", tmp_path / "export",
-                   "--tflite-variants", "float32")
-    assert exported.code == 0, exported.err
-    if task == "squad":
-        requests = [{"question": qa["question"], "context": paragraph["context"]}
-                    for article in json.loads(data.read_text())["data"]
-                    for paragraph in article["paragraphs"] for qa in paragraph["qas"]][:3]
-    else:
-        sentences = [s for s in data.read_text().strip().split("\n\n")
-                     if not s.startswith("-DOCSTART-")][:3]
-        requests = [{"text": " ".join(line.split()[0] for line in sentence.splitlines())}
-                    for sentence in sentences]
-    path = tmp_path / "requests.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in requests))
-    predicted = kbc("predict", tmp_path / "export" / "model.tflite", "--input", path)
-    assert predicted.code == 0, predicted.err
-    answers = json_lines(predicted.out)
-    assert len(answers) == len(requests)
-    for request, answer in zip(requests, answers, strict=True):
-        if task == "squad":
-            context = request["context"].encode()
-            assert answer["answer"] == context[
-                answer["answer_start"]:answer["answer_end"]].decode()
-            assert answer["answer"] and answer["answer"] in request["context"]
-        else:
-            # BERT's words: punctuation stands alone.
-            assert [w for w in answer["words"] if w] == re.findall(r"\w+|[^\w\s]",
-                                                                  request["text"])
-
-
 @pytest.fixture(scope="module")
 def classify_export(classify_run, tmp_path_factory):
-    """`kbc export` of the classifier run with two TFLite variants, float32 and dynamic."""
+    """`kbc export` of the classifier run's model.keras, copied alone, with two TFLite
+    variants, float32 and dynamic."""
+    # The run's model.keras alone, out of its run: the file is the whole model.
+    folder = tmp_path_factory.mktemp("alone")
+    model_file = shutil.copy(classify_run / "model.keras", folder / "clf.keras")
     output = tmp_path_factory.mktemp("export") / "export"
     with mock.patch.dict(os.environ):
-        assert main(["export", str(classify_run), "--output", str(output),
+        assert main(["export", str(model_file), "--output", str(output),
                      "--tflite-variants", "float32", "dynamic"]) == 0
     return output
 
@@ -289,6 +218,8 @@ def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_ru
     texts = tmp_path / "texts.txt"
     texts.write_text("A warm, funny film.\nThe plot drags.\nIt was fine.\n")
     keras_answers = json_lines(kbc("predict", classify_run, "--input", texts).out)
+    model_file = shutil.copy(classify_run / "model.keras", tmp_path / "clf.keras")  # alone
+    assert json_lines(kbc("predict", model_file, "--input", texts).out) == keras_answers
     for model in (output / "saved_model", float32):
         predicted = kbc("predict", model, "--input", texts)
         assert predicted.code == 0, predicted.err

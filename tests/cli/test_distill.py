@@ -18,7 +18,7 @@ import pytest
 import keras_bert_core as kbc_package
 from keras_bert_core.cli.comparison import export_requests
 from keras_bert_core.cli.run_dir import RunDirectory
-from keras_bert_core.cli.tasks import TASKS
+from keras_bert_core.tasks.fine_tuning import TASKS
 from keras_bert_core.training import completed_steps
 from tests.cli.conftest import DATA, TINY_CONFIG, VOCAB
 from tests.cli.test_training_reliability import kill_at_step, metrics_steps

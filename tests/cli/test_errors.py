@@ -150,10 +150,11 @@ def test_predict_on_a_missing_tflite_file(kbc, tmp_path):
 def test_pair_input_lines_need_two_fields(kbc, tmp_path):
     lines = tmp_path / "pairs.txt"
     lines.write_text("only one text\n")
-    from keras_bert_core.cli.tasks import Pair
+    from keras_bert_core.cli.tasks import read_input
+    from keras_bert_core.tasks.fine_tuning import Pair
 
     with pytest.raises(Exception, match="input line 1: expected two tab-separated texts"):
-        Pair({}).read_input(str(lines))
+        read_input(Pair({}), str(lines))
 
 
 def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path):

@@ -50,7 +50,7 @@ def run_preset(classify_run, tmp_path_factory):
 @pytest.mark.slow
 def test_a_preset_from_a_run_answers_raw_text_as_the_run_in_a_fresh_process(
         kbc, classify_run, run_preset, tmp_path):
-    from keras_bert_core.cli.tasks import load_finetuned
+    from keras_bert_core.cli.finetuned import load_finetuned
 
     assert {"preset.json", "config.json", "model.keras", "vocab.txt", "tokenizer_config.json",
             "README.md"} <= set(os.listdir(run_preset))

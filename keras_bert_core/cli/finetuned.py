@@ -1,0 +1,76 @@
+"""A fine-tuned model as `kbc evaluate`, `predict` and `export` take it: a `.keras` file
+alone, a `kbc finetune` run (or its model.keras), or a preset folder."""
+
+import os
+
+from keras_bert_core.cli import UserError
+from keras_bert_core.cli.model_building import MODEL_FILE, model_path, run_directory_of
+from keras_bert_core.cli.run_dir import RunDirectory
+from keras_bert_core.cli.tasks import TASK_NAMES, task_for
+
+
+def load_finetuned(path):
+    """`(model, task, preprocessor)` of a fine-tuned model: a `.keras` file that carries
+    its preprocessor and task settings (`TaskModel.task_settings`) is read alone; a model
+    saved without them (release 0.1.0) is read with its run's config.json and vocabulary;
+    a preset folder with its preset.json (`keras_bert_core.presets`)."""
+    from keras_bert_core.checkpoints.keras_file import load_model
+    from keras_bert_core.presets import is_preset
+
+    if is_preset(path):
+        return _load_preset(path)
+    if os.path.isdir(path):
+        _run_config(path)  # a folder that is no finished fine-tuning run is refused first
+    model = load_model(model_path(path))
+    settings = getattr(model, "task_settings", None) or {}
+    if settings.get("name") in TASK_NAMES and model.preprocessor is not None:
+        return model, task_for(settings["name"], dict(settings)), model.preprocessor
+    return model, *_run_task(path)
+
+
+def _run_config(path):
+    """`(run folder, its config)` of the fine-tuning run holding `path`, or a `UserError`
+    that says what `path` is instead."""
+    folder = run_directory_of(path)
+    if folder is None:
+        raise UserError(f"{path} is not a kbc fine-tuning run: its folder has no config.json "
+                        "with the task settings, and the model carries none")
+    try:
+        config = RunDirectory.open(folder).config()
+        command = config["command"]
+    except (ValueError, KeyError, TypeError):  # another tool's config.json (e.g. Hugging Face)
+        raise UserError(f"{folder} is not a kbc run: its config.json was not written by "
+                        "kbc") from None
+    if not config.get("task"):
+        raise UserError(f"{folder} is a `kbc {command}` run, not a fine-tuned model")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(folder, MODEL_FILE)):
+        raise UserError(f"{folder} has not finished training (it has no {MODEL_FILE}); "
+                        f"continue it with `kbc finetune --resume --run-dir {folder}`")
+    return folder, config
+
+
+def _run_task(path):
+    """`(task, preprocessor)` from the run folder of a model saved without them."""
+    from keras_bert_core.text import BertPreprocessor
+
+    folder, config = _run_config(path)
+    task = task_for(config["task"]["name"], config["task"])
+    # The run's vocabulary files, of whichever kind (runs saved before other kinds: vocab.txt).
+    try:
+        preprocessor = BertPreprocessor(folder, seq_length=task.settings["seq_length"],
+                                        lower_case=task.settings["lower_case"])
+    except ValueError as e:
+        raise UserError(f"{folder}: {e}" if folder not in str(e) else str(e)) from None
+    return task, preprocessor
+
+
+def _load_preset(path):
+    """`(model, task, preprocessor)` of a preset folder that holds a task model."""
+    from keras_bert_core.presets import from_preset, read_preset
+
+    settings = read_preset(path).get("task")
+    if not settings or settings.get("name") not in TASK_NAMES:
+        raise UserError(f"{path} is a preset of an encoder, not of a fine-tuned model; "
+                        f"fine-tune it first: kbc finetune --checkpoint {path} ...")
+    model, preprocessor = from_preset(path)
+    return model, task_for(settings["name"], settings), preprocessor
