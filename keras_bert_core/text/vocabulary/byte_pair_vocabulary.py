@@ -5,6 +5,7 @@ import json
 
 import tensorflow as tf
 
+# RoBERTa's special tokens, in its id order (<mask> follows them here, last in RoBERTa).
 SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 
 

@@ -13,6 +13,9 @@ from tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset import (
 
 from keras_bert_core.extras import require
 from keras_bert_core.text.corpus_files import expand_text_files
+from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
+    SPECIAL_TOKENS as BPE_SPECIAL_TOKENS,
+)
 from keras_bert_core.text.vocabulary.wordpiece_vocabulary import SPECIAL_TOKENS
 
 # Characters BertTokenizer deletes: control (except tab and newlines), format, private use,
@@ -108,8 +111,6 @@ def _fit_to_size(vocab, vocab_size, reserved_tokens):
     return [t for t in vocab if t in keep]
 
 
-# RoBERTa's special tokens, in its id order (<mask> follows them here, last in RoBERTa).
-BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 # ALBERT's: <pad> 0, <unk> 1, then these control symbols.
 SENTENCEPIECE_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 
