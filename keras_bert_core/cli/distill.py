@@ -137,7 +137,8 @@ def _student(args, task, teacher):
             config = BertConfig.from_dict({**config.to_dict(),
                                            "vocab_size": teacher_config.vocab_size})
         _check_length(config, seq_length, choice)
-        return task.build_model(BertEncoder(config)), f"--student {choice} (new weights)"
+        return (task.build_model(BertEncoder(config), teacher.preprocessor),
+                f"--student {choice} (new weights)")
     if not os.path.exists(choice):
         raise UserError(f"--student {choice} is not '{FROM_TEACHER}', a preset "
                         f"({', '.join(sorted(PRESETS))}), a BertConfig JSON or a checkpoint")
@@ -147,7 +148,9 @@ def _student(args, task, teacher):
                         f"{teacher_config.vocab_size}, --student {choice} "
                         f"{config.vocab_size}; a student must use the teacher's vocabulary")
     _check_length(config, seq_length, choice)
-    return task.build_model(under_global_dtype_policy(encoder)), f"--student {choice}"
+    # The student reads text as the teacher does (its preprocessor, where it carries one).
+    return (task.build_model(under_global_dtype_policy(encoder), teacher.preprocessor),
+            f"--student {choice}")
 
 
 def _check_length(config, seq_length, student):
