@@ -57,6 +57,9 @@ def add_arguments(parser):
                       help="--tfds validation split ('' for none)")
     data.add_argument("--tfds-data-dir", metavar="DIR", help="where TFDS keeps its data")
     add_data_options(parser)
+    parser.add_argument("--regression", action="store_true",
+                        help="classify/pair: the label is a number (a score, as STS-B's): "
+                             "the model predicts it (mean squared error) instead of a class")
     add_vocab_options(parser, seq_length=None,
                       seq_length_help=f"(default: the length --checkpoint was trained with, "
                                       f"if it is a preset or a fine-tuning or distillation "
@@ -211,6 +214,15 @@ def _load_data(args, task, learn_labels=True):
     return train, task.load(args.validation) if args.validation else None
 
 
+def regression_setting(args):
+    """The task setting `--regression` gives (classify and pair only)."""
+    if not args.regression:
+        return {}
+    if args.task not in ("classify", "pair"):
+        raise UserError(f"--regression is for --task classify or pair, not {args.task}")
+    return {"regression": True}
+
+
 def run(args):
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
@@ -221,6 +233,7 @@ def run(args):
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
     check_lora_options(args)
+    regression = {} if args.resume else regression_setting(args)
     if args.seq_length is None:
         args.seq_length = _checkpoint_seq_length(args.checkpoint) or DEFAULT_SEQ_LENGTH
     training = TrainingOptions.from_args(args)
@@ -237,7 +250,7 @@ def run(args):
     # A resumed run keeps the labels it learned: the model's outputs are numbered by them.
     task = task_for(args.task, saved["task"] if saved else {
         **data_settings(args), "seq_length": args.seq_length,
-        "lower_case": preprocessor.lower_case})
+        "lower_case": preprocessor.lower_case, **regression})
     train, validation = _load_data(args, task, learn_labels=not args.resume)
     train_dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                        seed=args.seed)

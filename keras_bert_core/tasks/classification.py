@@ -67,7 +67,7 @@ class TextClassificationData:
 
 
 def load_text_classification(path, text_column="text", label_column="label", pair_column=None,
-                             label_names=None, file_format=None):
+                             label_names=None, file_format=None, regression=False):
     """Reads a classification file (CSV, TSV or JSON lines) with named columns.
 
     Args:
@@ -79,13 +79,16 @@ def load_text_classification(path, text_column="text", label_column="label", pai
             builds it from the file: the distinct labels, sorted (numerically if all integers).
             Pass it for evaluation files so ids match the training file's.
         file_format: `"csv"`, `"tsv"` or `"jsonl"`; `None` picks it from the extension.
+        regression: the label is a number (a score, as STS-B's): float32 labels and no
+            `label_names`.
 
     Returns:
         A `TextClassificationData`.
 
     Raises:
         DataError: naming the file, line and column of a missing column, a missing value,
-            a label outside `label_names`, a malformed line, or an empty file.
+            a label outside `label_names` (or not a number, for `regression`), a malformed
+            line, or an empty file.
 
     Example:
     >>> import os
@@ -112,16 +115,28 @@ def load_text_classification(path, text_column="text", label_column="label", pai
         if label_names is not None and key not in label_names:
             raise DataError(f"unknown label {key!r}; expected one of {label_names}",
                             path=path, line=line, column=label_column)
+        if regression:
+            key = _score(key, path, line, label_column)
         keys.append(key)
     if not texts:
         raise DataError("no records", path=path)
     pairs = pairs if pair_column is not None else None
     if label_column is None:
         return TextClassificationData(texts, pairs, None, None)
+    if regression:
+        return TextClassificationData(texts, pairs, np.array(keys, np.float32), None)
     label_names = label_names or _label_vocabulary(keys)
     ids = {name: index for index, name in enumerate(label_names)}
     return TextClassificationData(texts, pairs, np.array([ids[key] for key in keys], np.int32),
                                   label_names)
+
+
+def _score(key, path, line, column):
+    try:
+        return float(key)
+    except ValueError:
+        raise DataError(f"label {key!r} is not a number (a regression task's label is a "
+                        "score)", path=path, line=line, column=column) from None
 
 
 def classification_dataset(data, preprocessor, batch_size=32, training=False,

@@ -125,7 +125,7 @@ class Task:
 
 class Classify(Task):
     """Labels a text (or, as `Pair`, a pair of texts); regression when there are no label
-    names (STS-B from TFDS)."""
+    names: the setting `regression` (files whose label is a score) or STS-B from TFDS."""
 
     name = "classify"
     pairs = False
@@ -136,7 +136,8 @@ class Classify(Task):
         s = self.settings
         return load_text_classification(
             path, s["text_column"], s["label_column"] if labeled else None,
-            s["pair_column"] if self.pairs else None, label_names=s.get("label_names"))
+            s["pair_column"] if self.pairs else None, label_names=s.get("label_names"),
+            regression=s.get("regression", False))
 
     def from_lines(self, lines):
         from keras_bert_core.tasks.classification import TextClassificationData

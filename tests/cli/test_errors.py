@@ -24,6 +24,12 @@ def finetune_classify(*extra):
             "--text-column", "review", "--vocab", VOCAB, "--batch-size", 2, *extra)
 
 
+def test_regression_is_for_classify_and_pair(kbc, tmp_path):
+    result = kbc("finetune", "--task", "ner", "--regression", "--train", DATA / "ner.conll",
+                 "--vocab", VOCAB, "--run-dir", tmp_path / "run")
+    assert_user_error(result, "--regression is for --task classify or pair, not ner")
+
+
 def test_missing_file(kbc, tmp_path):
     missing = tmp_path / "missing.csv"
     result = kbc("finetune", "--task", "classify", "--train", missing, "--vocab", VOCAB,

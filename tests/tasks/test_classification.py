@@ -39,6 +39,14 @@ def test_jsonl_integer_labels_match_given_string_names(tmp_path):
         "2", "9", "10"]
 
 
+def test_regression_labels_are_scores():
+    data = load_text_classification(os.path.join(DATA, "similarity.tsv"),
+                                    text_column="sentence1", pair_column="sentence2",
+                                    label_column="score", regression=True)
+    assert data.label_names is None and data.labels.dtype == np.float32
+    assert data.labels.tolist() == pytest.approx([4.6, 0.4, 5.0])
+
+
 def test_unlabeled_file():
     data = load_text_classification(os.path.join(DATA, "sentiment.csv"), text_column="review",
                                      label_column=None)
@@ -60,6 +68,8 @@ def test_unlabeled_file():
     ("a.jsonl", '["ok", 1]\n', {}, r"line 1: expected a JSON object, got list"),
     ("a.jsonl", '{"text": 3, "label": 1}\n', {}, r"line 1, column 'text': expected text"),
     ("a.txt", "x", {}, "cannot tell the format"),
+    ("a.csv", "text,label\nok,4.5\nbad,high\n", {"regression": True},
+     r"line 3, column 'label': label 'high' is not a number"),
     ("a.csv", "text,label\ncaf\xe9,pos\n".encode("latin-1"), {}, "not UTF-8 text"),
 ])
 def test_bad_files_raise_data_error_naming_the_place(tmp_path, name, text, kwargs, match):
