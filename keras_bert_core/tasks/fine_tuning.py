@@ -33,11 +33,6 @@ DEFAULT_SETTINGS = {
 }
 
 
-def _keras_metrics(model, dataset):
-    metrics = model.evaluate(dataset, verbose=0, return_dict=True)
-    return {name: float(value) for name, value in metrics.items()}
-
-
 def _preprocessor(model, preprocessor):
     """`preprocessor`, else the one the model carries."""
     if preprocessor is None and getattr(model, "preprocessor", None) is None:
@@ -107,10 +102,18 @@ class Task:
         return self._predict(model, data, _preprocessor(model, preprocessor), batch_size)
 
     def _evaluate(self, model, data, preprocessor, batch_size):
-        raise NotImplementedError
+        """The model's compiled metrics on the task's batches; tasks scored on their
+        answers (span QA, tagging) override it."""
+        metrics = model.evaluate(self.dataset(data, preprocessor, batch_size)[0], verbose=0,
+                                 return_dict=True)
+        return {name: float(value) for name, value in metrics.items()}
 
     def _predict(self, model, data, preprocessor, batch_size):
         raise NotImplementedError
+
+    def _outputs(self, model, data, preprocessor, batch_size):
+        """The model's outputs on the task's batches of `data`."""
+        return model.predict(self.dataset(data, preprocessor, batch_size)[0], verbose=0)
 
     def serving_requests(self, data, count):
         """The first `count` examples of `data` as an export's inputs: dicts keyed by its
@@ -185,14 +188,10 @@ class Classify(Task):
         return classification_dataset(data, preprocessor, batch_size, training,
                                       seed=seed), len(data)
 
-    def _evaluate(self, model, data, preprocessor, batch_size):
-        return _keras_metrics(model, self.dataset(data, preprocessor, batch_size)[0])
-
     def _predict(self, model, data, preprocessor, batch_size):
         from keras_bert_core.tasks.classification import answers
 
-        dataset, _ = self.dataset(data, preprocessor, batch_size)
-        logits = model.predict(dataset, verbose=0)
+        logits = self._outputs(model, data, preprocessor, batch_size)
         texts = [{"text": text, "text_b": data.pairs[index]} if self.pairs else {"text": text}
                  for index, text in enumerate(data.texts)]
         return [{**text, **answer} for text, answer
@@ -382,14 +381,10 @@ class Choice(Task):
         return multiple_choice_dataset(data, preprocessor, batch_size, training,
                                        seed=seed), len(data)
 
-    def _evaluate(self, model, data, preprocessor, batch_size):
-        return _keras_metrics(model, self.dataset(data, preprocessor, batch_size)[0])
-
     def _predict(self, model, data, preprocessor, batch_size):
         from keras_bert_core.tasks.multiple_choice import answers
 
-        dataset, _ = self.dataset(data, preprocessor, batch_size)
-        logits = model.predict(dataset, verbose=0)
+        logits = self._outputs(model, data, preprocessor, batch_size)
         return [{"question": question, "choices": choices, **answer}
                 for question, choices, answer in zip(data.questions, data.choices,
                                                      answers(logits, data.choices), strict=True)]
