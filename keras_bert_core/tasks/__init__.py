@@ -1,5 +1,7 @@
 """Fine-tuning tasks, one module (or one folder, for a task with its own data format) each:
-its data, features, metrics, answers and serving.
+its data, features, metrics, answers, serving, and the task as `kbc finetune` runs it (a
+`task.Task`: `Classify`/`Pair`, `Squad`, `Ner`, `Choice`; `fine_tuning.TASKS` names them and
+`fine_tuning.task_of(model)` is the task a fine-tuned model answers).
 
 - `classification`: `BertClassifier` on single texts or pairs (regression too); CSV, TSV,
   JSONL or GLUE; answers: label name and probabilities, or score; served as `Classification`

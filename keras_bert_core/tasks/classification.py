@@ -3,7 +3,8 @@
 `load_text_classification` reads a CSV, TSV or JSON-lines file into `TextClassificationData`
 (`keras_bert_core.tasks.tfds` reads GLUE); `classification_dataset` turns it into `fit`
 batches; `answers` turns the classifier's logits into label names and probabilities (or
-scores); `Classification` and `Regression` serve the model from raw text.
+scores); `Classification` and `Regression` serve the model from raw text; `Classify` and
+`Pair` are the tasks `kbc finetune --task classify|pair` runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.errors import DataError
+from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.tasks.records import (
     field,
     read_records,
@@ -22,6 +24,7 @@ from keras_bert_core.tasks.records import (
     text_field,
 )
 from keras_bert_core.tasks.serving import ServingTask
+from keras_bert_core.tasks.task import Task
 
 
 def _label_key(value):
@@ -252,3 +255,68 @@ class Regression(ServingTask):
 
     def outputs(self, logits, features):
         return {"score": logits[:, 0]}
+
+
+class Classify(Task):
+    """Labels a text (or, as `Pair`, a pair of texts); regression when there are no label
+    names: the setting `regression` (files whose label is a score) or STS-B from TFDS."""
+
+    name = "classify"
+    pairs = False
+
+    def load(self, path, labeled=True):
+        s = self.settings
+        return load_text_classification(
+            path, s["text_column"], s["label_column"] if labeled else None,
+            s["pair_column"] if self.pairs else None, label_names=s.get("label_names"),
+            regression=s.get("regression", False))
+
+    def from_lines(self, lines):
+        if not self.pairs:
+            return TextClassificationData(lines, None, None, None)
+        fields = [line.split("\t") for line in lines]
+        for number, parts in enumerate(fields, start=1):
+            if len(parts) != 2:
+                raise DataError(f"input line {number}: expected two tab-separated texts, "
+                                f"found {len(parts)} field(s)")
+        return TextClassificationData([a for a, _ in fields], [b for _, b in fields], None,
+                                      None)
+
+    def check_data(self, data, source):
+        if not isinstance(data, TextClassificationData):
+            raise DataError(f"{source} is not a classification task; "
+                            f"choose the --task that fits it")
+        if (data.pairs is not None) != self.pairs:
+            wanted = "pair" if data.pairs is not None else "classify"
+            raise DataError(f"{source} has {'text pairs' if data.pairs else 'single texts'}: "
+                            f"use --task {wanted}")
+
+    def serving_requests(self, data, count):
+        if data.pairs is None:
+            return [{"text": text} for text in data.texts[:count]]
+        return [{"text_a": a, "text_b": b} for a, b in zip(data.texts[:count], data.pairs,
+                                                            strict=False)]
+
+    def learn_labels(self, data):
+        self.settings["label_names"] = data.label_names
+
+    def build_model(self, encoder, preprocessor=None):
+        names = self.settings["label_names"]
+        return BertClassifier(encoder, num_classes=len(names) if names else 1,
+                              **self.model_arguments(preprocessor))
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        return classification_dataset(data, preprocessor, batch_size, training,
+                                      seed=seed), len(data)
+
+    def _predict(self, model, data, preprocessor, batch_size):
+        logits = self._outputs(model, data, preprocessor, batch_size)
+        texts = [{"text": text, "text_b": data.pairs[index]} if self.pairs else {"text": text}
+                 for index, text in enumerate(data.texts)]
+        return [{**text, **answer} for text, answer
+                in zip(texts, answers(logits, self.settings["label_names"]), strict=True)]
+
+
+class Pair(Classify):
+    name = "pair"
+    pairs = True

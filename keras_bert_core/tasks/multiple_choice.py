@@ -4,7 +4,7 @@
 `load_multiple_choice` reads JSON lines into `MultipleChoiceData`; `multiple_choice_dataset`
 turns it into `fit` batches of `[batch, num_choices, seq_length]`; `answers` turns the model's
 logits into the chosen index, its text and the probabilities; `MultipleChoice` serves the
-model from raw text.
+model from raw text; `Choice` is the task `kbc finetune --task choice` runs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from keras_bert_core.errors import DataError
 from keras_bert_core.models.encoder import INPUT_NAMES
+from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.tasks.classification import Classification, softmax
 from keras_bert_core.tasks.records import (
     field,
@@ -25,6 +26,7 @@ from keras_bert_core.tasks.records import (
     text_field,
 )
 from keras_bert_core.tasks.serving import EXAMPLE_TEXTS
+from keras_bert_core.tasks.task import Task
 
 
 @dataclasses.dataclass
@@ -239,3 +241,41 @@ class MultipleChoice(Classification):
                             static_shape=static_shape)
         return {name: tf.reshape(value, [-1, self.num_choices, tf.shape(value)[-1]])
                 for name, value in rows.items()}, None
+
+
+class Choice(Task):
+    """Multiple choice on JSON lines: a question, a list of choices, the right one's index."""
+
+    name = "choice"
+
+    def load(self, path, labeled=True):
+        s = self.settings
+        data = load_multiple_choice(path, s["question_column"], s["choices_column"],
+                                    s["label_column"] if labeled else None,
+                                    s["context_column"])
+        expected = s.get("num_choices")
+        if expected is not None and data.num_choices != expected:
+            raise DataError(f"{path}: questions have {data.num_choices} choices but the model "
+                            f"was trained with {expected}")
+        return data
+
+    def serving_requests(self, data, count):
+        return [{"text": question, "choices": list(choices)} for question, choices
+                in zip(data.questions[:count], data.choices, strict=False)]
+
+    def learn_labels(self, data):
+        self.settings["num_choices"] = data.num_choices
+
+    def build_model(self, encoder, preprocessor=None):
+        return BertMultipleChoice(encoder, num_choices=self.settings["num_choices"],
+                                  **self.model_arguments(preprocessor))
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        return multiple_choice_dataset(data, preprocessor, batch_size, training,
+                                       seed=seed), len(data)
+
+    def _predict(self, model, data, preprocessor, batch_size):
+        logits = self._outputs(model, data, preprocessor, batch_size)
+        return [{"question": question, "choices": choices, **answer}
+                for question, choices, answer in zip(data.questions, data.choices,
+                                                     answers(logits, data.choices), strict=True)]

@@ -1,0 +1,104 @@
+"""`Task`: a fine-tuning task as an object, what every task shares: its settings (data
+columns, label names, lengths), which its model carries (`TaskModel.task_settings`), and the
+steps from data to answers; each task module defines its own (`classification.Classify`,
+`question_answering.fine_tuning.Squad`, ...), `fine_tuning.TASKS` names them."""
+
+from keras_bert_core.errors import DataError
+
+# The settings every task has, and their defaults (`kbc finetune`'s data options).
+DEFAULT_SETTINGS = {
+    "text_column": "text",
+    "pair_column": "text_b",
+    "label_column": "label",
+    "question_column": "question",
+    "choices_column": "choices",
+    "context_column": None,
+    "doc_stride": 128,
+    "max_query_length": 64,
+    "max_answer_length": 30,
+    "null_score_threshold": 0.0,
+}
+
+
+def _preprocessor(model, preprocessor):
+    """`preprocessor`, else the one the model carries."""
+    if preprocessor is None and getattr(model, "preprocessor", None) is None:
+        raise ValueError(f"{model.name!r} carries no preprocessor: pass the one it reads")
+    return model.preprocessor if preprocessor is None else preprocessor
+
+
+class Task:
+    """One fine-tuning task.
+
+    The methods that read a model's inputs take the `preprocessor` the model reads (by
+    default the model's own, `model.preprocessor`).
+
+    Args:
+        settings: dict of the task's data settings (`DEFAULT_SETTINGS`), `seq_length`,
+            `lower_case`, and what `learn_labels` adds from the training data.
+    """
+
+    name = None
+
+    def __init__(self, settings):
+        self.settings = {**DEFAULT_SETTINGS, **settings, "name": self.name}
+
+    def load(self, path, labeled=True):
+        """The data of a file; without its labels if not `labeled`."""
+        raise NotImplementedError
+
+    def from_lines(self, lines):
+        """Unlabeled data of text lines (pairs tab-separated; ner: words between spaces)."""
+        raise DataError(f"{self.name} predictions read a data file: pass --input FILE")
+
+    def check_data(self, data, source):
+        """Raises a `DataError` if `data` (e.g. from TFDS) is not this task's kind."""
+
+    def learn_labels(self, data):
+        """Records what the model's shape depends on (label names, number of choices)."""
+
+    def build_model(self, encoder, preprocessor=None):
+        """The task's model on `encoder`, carrying `preprocessor` and the task's settings
+        (`TaskModel.task_settings`), so that its `.keras` file answers by itself."""
+        raise NotImplementedError
+
+    def model_arguments(self, preprocessor):
+        """What every task model is built with besides its encoder and head."""
+        return {"preprocessor": preprocessor, "task_settings": dict(self.settings)}
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        """`(tf.data.Dataset, number of rows)`: `fit` batches of `data`, or features only
+        when it is unlabeled."""
+        raise NotImplementedError
+
+    def evaluate(self, model, data, preprocessor=None, batch_size=32):
+        """A dict of metrics of `model` on labeled `data`."""
+        return self._evaluate(model, data, _preprocessor(model, preprocessor), batch_size)
+
+    def predict(self, model, data, preprocessor=None, batch_size=32):
+        """A list of JSON-ready answers of `model`, one per example of `data`."""
+        return self._predict(model, data, _preprocessor(model, preprocessor), batch_size)
+
+    def _evaluate(self, model, data, preprocessor, batch_size):
+        """The model's compiled metrics on the task's batches; tasks scored on their
+        answers (span QA, tagging) override it."""
+        metrics = model.evaluate(self.dataset(data, preprocessor, batch_size)[0], verbose=0,
+                                 return_dict=True)
+        return {name: float(value) for name, value in metrics.items()}
+
+    def _predict(self, model, data, preprocessor, batch_size):
+        raise NotImplementedError
+
+    def _outputs(self, model, data, preprocessor, batch_size):
+        """The model's outputs on the task's batches of `data`."""
+        return model.predict(self.dataset(data, preprocessor, batch_size)[0], verbose=0)
+
+    def serving_requests(self, data, count):
+        """The first `count` examples of `data` as an export's inputs: dicts keyed by its
+        serving signature's text inputs (`kbc predict`'s JSON lines)."""
+        raise NotImplementedError
+
+    def null_score_threshold(self):
+        """The margin by which "no answer" must win to be answered (SQuAD 2.0); None where
+        the task has no such answer."""
+        return None
