@@ -14,12 +14,6 @@ MAX_LINES = 400
 # test per name (tests/test_keras_internals.py, tests/test_tensorflow_internals.py).
 SEAMS = {"keras_bert_core/keras_internals.py", "keras_bert_core/tensorflow_internals.py"}
 
-# What the restructuring of issue 30 has still to remove. These lists only shrink: a test
-# fails when an entry is fixed (delete it then) or when anything new appears.
-KNOWN_CYCLES = set()
-KNOWN_LONG_MODULES = {}
-KNOWN_PRIVATE_NAMES = set()
-
 # Module paths that are not a library's public API.
 _PRIVATE_MODULE = re.compile(
     r"^(keras\.src|tensorflow\.python|tensorflow\.lite\.python|tensorflow_text\.python"
@@ -124,20 +118,13 @@ def _folder_graph(graph, modules):
 def test_no_import_cycle_between_modules_or_folders():
     graph = _import_graph()
     cycles = set(_cycles(graph)) | set(_cycles(_folder_graph(graph, set(graph))))
-    new = [sorted(cycle) for cycle in cycles - KNOWN_CYCLES]
-    assert not new, f"import cycles: {new}"
-    fixed = [sorted(cycle) for cycle in KNOWN_CYCLES - cycles]
-    assert not fixed, f"fixed, delete from KNOWN_CYCLES: {fixed}"
+    assert not cycles, f"import cycles: {sorted(sorted(cycle) for cycle in cycles)}"
 
 
 def test_no_module_over_400_lines():
     lengths = {relative: source.count("\n") for relative, source in _sources().items()}
     long = {relative: count for relative, count in lengths.items() if count > MAX_LINES}
-    grown = {relative: count for relative, count in long.items()
-             if count > KNOWN_LONG_MODULES.get(relative, MAX_LINES)}
-    assert not grown, f"modules over {MAX_LINES} lines (one concept per file: split them): {grown}"
-    fixed = sorted(set(KNOWN_LONG_MODULES) - set(long))
-    assert not fixed, f"now short enough, delete from KNOWN_LONG_MODULES: {fixed}"
+    assert not long, f"modules over {MAX_LINES} lines (one concept per file: split them): {long}"
 
 
 def _defined_names(trees):
@@ -183,8 +170,5 @@ def test_private_keras_and_tensorflow_names_only_in_the_seam_modules():
     defined = _defined_names(trees.values())
     used = {(relative, name) for relative, tree in trees.items() if relative not in SEAMS
             for name in _private_names(tree, defined)}
-    new = sorted(used - KNOWN_PRIVATE_NAMES)
-    assert not new, ("private names outside keras_internals.py / tensorflow_internals.py "
-                     f"(add a function and a test there): {new}")
-    fixed = sorted(KNOWN_PRIVATE_NAMES - used)
-    assert not fixed, f"fixed, delete from KNOWN_PRIVATE_NAMES: {fixed}"
+    assert not used, ("private names outside keras_internals.py / tensorflow_internals.py "
+                      f"(add a function and a test there): {sorted(used)}")
