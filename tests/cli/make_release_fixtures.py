@@ -1,11 +1,14 @@
 """Writes tests/cli/data/release_0_1_0/: tiny `kbc finetune` runs as release 0.1.0 wrote
 them, and what `kbc evaluate` and `kbc predict` printed for them (and for the run's
-SavedModel export), so that tests/cli/test_release_runs.py can show later releases still
-read them and answer the same.
+SavedModel export, for a preset of the classifier: `classify_preset/`, and for a raw-text
+classifier saved from Python: `text_classifier.keras`), so that
+tests/cli/test_release_runs.py can show later releases still read them and answer the same.
 
 Run once, from a checkout of the release (0.1.0), with the package's `cli` extra:
 
     python tests/cli/make_release_fixtures.py
+    python tests/cli/make_release_fixtures.py --preset   # the preset alone, of the runs there
+    python tests/cli/make_release_fixtures.py --keras    # the .keras file alone
 
 Each run keeps only what `kbc evaluate`, `predict` and `export` read (config.json, the
 vocabulary, tokenizer_config.json, model.keras, metrics.json): the backups, logs and
@@ -79,8 +82,44 @@ def main():
     (OUTPUT / "classify.export.predict.jsonl").write_text(
         kbc("predict", scratch / "export" / "saved_model", "--input", texts))
     shutil.rmtree(scratch)
+    write_preset()
+    write_keras_file()
     os.chmod(OUTPUT, 0o755)
 
 
+def write_preset():
+    """The classifier run as a preset (`kbc export --format preset`) and what `kbc predict`
+    printed for it."""
+    scratch = pathlib.Path(tempfile.mkdtemp())
+    kbc("export", OUTPUT / "classify", "--output", scratch / "out", "--format", "preset")
+    shutil.rmtree(PRESET, ignore_errors=True)
+    shutil.copytree(scratch / "out" / "preset", PRESET)
+    (OUTPUT / "classify_preset.predict.jsonl").write_text(
+        kbc("predict", PRESET, "--input", RUNS["classify"][2]))
+    shutil.rmtree(scratch)
+
+
+def write_keras_file():
+    """A classifier that carries its preprocessor, saved from Python, and its outputs on
+    `EXPORT_TEXTS` (`text_classifier.json`)."""
+    import keras
+
+    import keras_bert_core as kbc
+
+    keras.utils.set_random_seed(0)
+    encoder = kbc.BertEncoder(kbc.BertConfig.from_dict(
+        {**TINY_CONFIG, "vocab_size": len((DATA / "vocab.txt").read_text().split())}))
+    model = kbc.BertClassifier(encoder, num_classes=2, preprocessor=kbc.BertPreprocessor(
+        str(DATA / "vocab.txt"), seq_length=32))
+    model.save(KERAS_FILE)
+    texts = EXPORT_TEXTS.splitlines()
+    (OUTPUT / "text_classifier.json").write_text(json.dumps(
+        {"texts": texts, "logits": model.predict(texts, verbose=0).tolist()}))
+
+
+PRESET = OUTPUT / "classify_preset"
+KERAS_FILE = OUTPUT / "text_classifier.keras"
+
 if __name__ == "__main__":
-    main()
+    {"--preset": write_preset, "--keras": write_keras_file}.get(
+        (sys.argv[1:] or [None])[0], main)()

@@ -1,4 +1,4 @@
-"""Runs written by release 0.1.0 (tests/cli/data/release_0_1_0, made by
+"""Runs, a preset and a .keras file written by release 0.1.0 (tests/cli/data/release_0_1_0, made by
 make_release_fixtures.py) still evaluate, predict and export as that release did."""
 
 import json
@@ -6,9 +6,11 @@ import math
 import pathlib
 import shutil
 
+import keras
+import numpy as np
 import pytest
 
-from tests.cli.make_release_fixtures import EXPORT_TEXTS, OUTPUT, RUNS
+from tests.cli.make_release_fixtures import EXPORT_TEXTS, KERAS_FILE, OUTPUT, PRESET, RUNS
 
 
 def same(answer, expected):
@@ -56,3 +58,21 @@ def test_release_run_exports_as_it_did(kbc, tmp_path):
     expected = json_lines((OUTPUT / "classify.export.predict.jsonl").read_text())
     assert same(json_lines(predicted.out), expected), predicted.out
     assert pathlib.Path(tmp_path / "export" / "saved_model" / "assets" / "vocab.txt").is_file()
+
+
+def test_release_preset_predicts_as_it_did(kbc, tmp_path):
+    preset = tmp_path / "preset"
+    shutil.copytree(PRESET, preset)
+    predicted = kbc("predict", preset, "--input", RUNS["classify"][2])
+    assert predicted.code == 0, predicted.err
+    expected = json_lines((OUTPUT / "classify_preset.predict.jsonl").read_text())
+    assert same(json_lines(predicted.out), expected), predicted.out
+    # and as the run it was made of
+    assert expected == json_lines((OUTPUT / "classify.predict.jsonl").read_text())
+
+
+def test_release_keras_file_takes_text_as_it_did(tmp_path):
+    path = shutil.copy(KERAS_FILE, tmp_path / "model.keras")
+    expected = json.loads((OUTPUT / "text_classifier.json").read_text())
+    logits = keras.saving.load_model(path).predict(expected["texts"], verbose=0)
+    np.testing.assert_allclose(logits, expected["logits"], rtol=1e-4, atol=1e-7)
