@@ -19,13 +19,13 @@ def load_finetuned(path):
 
     if is_preset(path):
         return _load_preset(path)
-    if os.path.isdir(path):
-        _run_config(path)  # a folder that is no finished fine-tuning run is refused first
+    # A folder that is no finished fine-tuning run is refused before the model loads.
+    run = _run_config(path) if os.path.isdir(path) else None
     model = load_model(model_path(path))
     settings = getattr(model, "task_settings", None) or {}
     if settings.get("name") in TASK_NAMES and model.preprocessor is not None:
         return model, task_for(settings["name"], dict(settings)), model.preprocessor
-    return model, *_run_task(path)
+    return model, *_run_task(*(run or _run_config(path)))
 
 
 def _run_config(path):
@@ -49,11 +49,11 @@ def _run_config(path):
     return folder, config
 
 
-def _run_task(path):
-    """`(task, preprocessor)` from the run folder of a model saved without them."""
+def _run_task(folder, config):
+    """`(task, preprocessor)` from the run folder (and its config) of a model saved without
+    them."""
     from keras_bert_core.text import BertPreprocessor
 
-    folder, config = _run_config(path)
     task = task_for(config["task"]["name"], config["task"])
     # The run's vocabulary files, of whichever kind (runs saved before other kinds: vocab.txt).
     try:

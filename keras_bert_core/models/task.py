@@ -69,7 +69,7 @@ class TaskModel(keras.Model):
     `pair_column`, `label_column`, `question_column`, `choices_column`, `context_column`)
     and, by task, `label_names` (classify, pair, ner; None for regression), `doc_stride`,
     `max_query_length`, `max_answer_length`, `null_score_threshold`, `version_2` (squad),
-    `num_choices` (choice). `keras_bert_core.tasks.task_of(model)` reads them to answer.
+    `num_choices` (choice). `keras_bert_core.tasks.fine_tuning.task_of(model)` reads them to answer.
 
     Subclasses build their functional graph, call `super().__init__(encoder, inputs,
     outputs, **kwargs)`, set their attributes, call `self.compile()`, and define
