@@ -68,6 +68,7 @@ _EXPORTS = {
     "save_google_research_checkpoint": "keras_bert_core.checkpoints",
     "from_preset": "keras_bert_core.presets",
     "save_to_preset": "keras_bert_core.presets",
+    "ConfigError": "keras_bert_core.errors",
     "CheckpointError": "keras_bert_core.errors",
     "CheckpointMismatchError": "keras_bert_core.errors",
     "TrainingError": "keras_bert_core.errors",

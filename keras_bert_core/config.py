@@ -12,6 +12,8 @@ import dataclasses
 import json
 import os
 
+from keras_bert_core.errors import ConfigError
+
 # BERT's original key names (google-research and Hugging Face) -> our field names.
 _JSON_ALIASES = {
     "num_hidden_layers": "num_layers",
@@ -133,7 +135,7 @@ class BertConfig:
         if self.embedding_size is not None and self.embedding_size <= 0:
             problems.append(f"embedding_size must be positive or None, got {self.embedding_size!r}")
         if problems:
-            raise ValueError("Invalid BertConfig: " + "; ".join(problems))
+            raise ConfigError("Invalid BertConfig: " + "; ".join(problems))
 
     @property
     def head_size(self) -> int:
@@ -207,13 +209,13 @@ model has vocab_size 100; use the vocabulary the model was trained with
             with open(path, encoding="utf-8") as f:
                 values = json.load(f)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
+            raise ConfigError(f"{path}: not valid JSON ({e})") from None
         if not isinstance(values, dict):
-            raise ValueError(f"{path}: expected a JSON object of BERT hyperparameters")
+            raise ConfigError(f"{path}: expected a JSON object of BERT hyperparameters")
         try:
             return cls.from_dict(values)
         except (TypeError, ValueError) as e:
-            raise ValueError(f"{path}: {e}") from None
+            raise ConfigError(f"{path}: {e}") from None
 
     def to_json(self, path: str | os.PathLike) -> None:
         """Write BERT's original key names (readable by Hugging Face and google-research code)."""

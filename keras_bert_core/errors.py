@@ -2,10 +2,12 @@
 
 Each says what is wrong and where, in a message meant for the user; `kbc` prints it as one
 line (exit status 2, no traceback). Their homes re-export them (`keras_bert_core.text`,
-`keras_bert_core.checkpoints`, `keras_bert_core.training`, `keras_bert_core.cli`), and so does
-the top level; these are the same classes.
+`keras_bert_core.config`, `keras_bert_core.checkpoints`, `keras_bert_core.training`,
+`keras_bert_core.cli`), and so does the top level; these are the same classes.
 
 - `DataError`: user data (task files, SQuAD JSON, CoNLL, TFDS examples) — `text/`.
+- `ConfigError`: hyperparameters that make no model (`BertConfig`, its JSON files) —
+  `config.py`.
 - `CheckpointError`, `CheckpointMismatchError`: checkpoints that cannot be read or do not fit
   the model — `checkpoints/`.
 - `TrainingError`: training that cannot go on — `training/callbacks.py`.
@@ -40,6 +42,16 @@ class DataError(ValueError):
         if column is not None:
             where.append(f"column {column!r}")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class ConfigError(ValueError):
+    """Hyperparameters that make no model: a `BertConfig`, or the JSON file it is read
+    from (a checkpoint's config.json, a `--config` file), named in the message.
+
+    Example:
+    >>> isinstance(ConfigError("hidden_size 512 is not divisible by num_heads 12"), ValueError)
+    True
+    """
 
 
 class CheckpointError(ValueError):

@@ -5,10 +5,11 @@ from keras_bert_core import errors
 
 
 def test_each_home_and_the_top_level_name_the_classes_of_errors():
-    from keras_bert_core import checkpoints, cli, text, training
+    from keras_bert_core import checkpoints, cli, config, text, training
 
     homes = {
         "DataError": (text, kbc),
+        "ConfigError": (config, kbc),
         "CheckpointError": (checkpoints, kbc),
         "CheckpointMismatchError": (checkpoints, kbc),
         "TrainingError": (training, kbc),

@@ -13,6 +13,7 @@ import sys
 from keras_bert_core import __version__
 from keras_bert_core.errors import (
     CheckpointError,
+    ConfigError,
     DataError,
     MissingDependencyError,
     TrainingError,
@@ -102,11 +103,12 @@ def add_message_options(parser):
 def user_error_message(error):
     """The one-line message for an exception caused by the user's input, else `None`.
 
-    The library reports bad data, checkpoints and vocabularies with its own exception types;
+    The library reports bad data, configurations, checkpoints and vocabularies with its own
+    exception types;
     missing or unwritable files surface as `OSError`s that name the file; a missing optional
     package as a `MissingDependencyError` that names its pip extra.
     """
-    if isinstance(error, (UserError, DataError, CheckpointError, TrainingError,
+    if isinstance(error, (UserError, DataError, CheckpointError, ConfigError, TrainingError,
                           MissingDependencyError)):
         return str(error)
     if isinstance(error, OSError) and error.filename is not None:
@@ -137,7 +139,11 @@ def main(argv=None):
     load_tensorflow_quietly()
     try:
         with quiet_messages(args.quiet):
-            return importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
+            code = importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
+            sys.stdout.flush()  # here, so that a reader gone by now is caught below
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except KeyboardInterrupt:
         print(f"kbc {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -147,3 +153,18 @@ def main(argv=None):
             raise
         print(f"kbc {args.command}: error: {message}", file=sys.stderr)
         return 2
+
+
+def _reader_gone():
+    """Ends a command whose standard output was closed by its reader (`kbc predict ... |
+    head -1`): quietly, with exit status 141 (128 + SIGPIPE), which the shell reports for
+    `cat`, `grep` and any tool the signal ends, so a script tells a cut-off output from a
+    complete one (0) as it does for those. Python ignores SIGPIPE and raises
+    BrokenPipeError instead; what is left in stdout's buffer goes to /dev/null, so that
+    Python's own flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a file descriptor (captured, closed)
+        pass
+    return 141

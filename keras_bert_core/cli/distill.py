@@ -22,7 +22,12 @@ from keras_bert_core.cli.options import (
     positive_int,
 )
 from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
-from keras_bert_core.cli.tasks import add_data_options, data_settings, read_input
+from keras_bert_core.cli.tasks import (
+    add_data_options,
+    check_input_text,
+    data_settings,
+    read_input,
+)
 from keras_bert_core.cli.training_setup import (
     compile_for_training,
     full_batches,
@@ -248,6 +253,9 @@ def run(args):
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir("distill")
     inputs = [args.teacher, args.train, args.validation, args.unlabeled]
+    if args.unlabeled:  # TensorFlow would fail deep inside on an empty or non-UTF-8 file
+        check_input_text(args.unlabeled, command="--unlabeled",
+                         purpose="--unlabeled has no texts for the teacher to label")
     if not args.resume:
         RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
     teacher, task, preprocessor = _load_teacher(args.teacher)

@@ -159,7 +159,7 @@ def text_inputs(model, task, preprocessor):
 def check_calibration(path):
     """Fails, in the user's words, on a `--calibration` file that is missing, empty or
     not UTF-8 text (before the model loads)."""
-    from keras_bert_core.cli.predict import check_input_text
+    from keras_bert_core.cli.tasks import check_input_text
 
     if not os.path.isfile(path):
         raise UserError(f"--calibration {path}: no such file")

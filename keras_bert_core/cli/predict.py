@@ -1,6 +1,5 @@
 """`kbc predict`: answers of a fine-tuned model, a SavedModel export or a .tflite file."""
 
-import io
 import json
 import os
 import re
@@ -11,8 +10,15 @@ import numpy as np
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import native_log_hidden, progress, say
+from keras_bert_core.cli.options import positive_int
 from keras_bert_core.cli.run_dir import claim_output
-from keras_bert_core.cli.tasks import add_data_options, data_settings, read_input, read_lines
+from keras_bert_core.cli.tasks import (
+    add_data_options,
+    check_input_text,
+    data_settings,
+    read_input,
+    read_lines,
+)
 from keras_bert_core.extras import require
 from keras_bert_core.files import replaced_when_complete
 
@@ -34,7 +40,8 @@ def add_arguments(parser):
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="where to write one JSON answer a line (default: stdout)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    parser.add_argument("--batch-size", type=int, default=32, help="examples per batch")
+    parser.add_argument("--batch-size", type=positive_int, default=32,
+                        help="examples per batch")
     add_data_options(parser, with_defaults=False)
 
 
@@ -161,33 +168,6 @@ def answers(args):
     data = read_input(task, args.input)
     say(f"answering {len(data)} {task.name} examples")
     return task.predict(model, data, preprocessor, args.batch_size)
-
-
-def check_input_text(path, command="predict", purpose="nothing to predict"):
-    """Checks that the input (a file, or stdin when `path` is None) is UTF-8 text with
-    something in it; stdin, read whole, is put back as a text stream for the readers.
-    TensorFlow and LiteRT would otherwise fail deep inside on such input. `command` and
-    `purpose` word the errors for the command that reads it."""
-    name = path or "standard input"
-    if path is None:
-        stdin = sys.stdin
-        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
-    else:
-        with open(path, "rb") as f:
-            data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise UserError(f"{name} is not UTF-8 text (line {line}: byte "
-                        f"{data[e.start]:#04x}); {command} reads text") from None
-    if "\0" in text:
-        raise UserError(f"{name} is a binary file (it holds NUL bytes); {command} reads "
-                        "text")
-    if not text.strip():
-        raise UserError(f"{name} is empty: {purpose}")
-    if path is None:
-        sys.stdin = io.StringIO(text)
 
 
 def _write(answers, output):

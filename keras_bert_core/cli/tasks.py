@@ -4,6 +4,7 @@ TensorFlow Datasets. A task's settings (columns, label names, lengths) travel in
 (`TaskModel.task_settings`), so `evaluate` and `predict` read data exactly as training did.
 """
 
+import io
 import os
 import sys
 
@@ -52,6 +53,33 @@ def read_lines(path):
         return [line.rstrip("\n") for line in sys.stdin if line.strip()]
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def check_input_text(path, command="predict", purpose="nothing to predict"):
+    """Checks that the input (a file, or stdin when `path` is None) is UTF-8 text with
+    something in it; stdin, read whole, is put back as a text stream for the readers.
+    TensorFlow and LiteRT would otherwise fail deep inside on such input. `command` and
+    `purpose` word the errors for the command that reads it."""
+    name = path or "standard input"
+    if path is None:
+        stdin = sys.stdin
+        data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UserError(f"{name} is not UTF-8 text (line {line}: byte "
+                        f"{data[e.start]:#04x}); {command} reads text") from None
+    if "\0" in text:
+        raise UserError(f"{name} is a binary file (it holds NUL bytes); {command} reads "
+                        "text")
+    if not text.strip():
+        raise UserError(f"{name} is empty: {purpose}")
+    if path is None:
+        sys.stdin = io.StringIO(text)
 
 
 def task_for(name, settings):

@@ -102,8 +102,22 @@ def _load_preset(path):
     if type(model).__name__ != metadata["model_class"]:
         raise CheckpointError(f"{path}: {MODEL_FILE} holds a {type(model).__name__}, but "
                               f"{PRESET_FILE} says {metadata['model_class']}")
+    _check_label_names(path, metadata, model)
     return model, path, {"seq_length": metadata["seq_length"],
                          "lower_case": metadata["lower_case"]}
+
+
+def _check_label_names(path, metadata, model):
+    """Raises unless each list of label names in preset.json names every class of the
+    model's head (answers would otherwise name the wrong class, or fail on the last ones)."""
+    classes = getattr(model, "num_classes", None)
+    lists = {"label_names": metadata.get("label_names"),
+             "task.label_names": (metadata.get("task") or {}).get("label_names")}
+    for key, names in lists.items():
+        if classes is not None and names is not None and len(names) != classes:
+            raise CheckpointError(
+                f"{os.path.join(path, PRESET_FILE)}: \"{key}\" has {len(names)} names, but "
+                f"the {type(model).__name__} in {MODEL_FILE} has {classes} classes")
 
 
 def _check_files(path, metadata):

@@ -10,6 +10,8 @@ from keras_bert_core.errors import CheckpointError
 from keras_bert_core.presets.folder import (
     CONFIG_FILE,
     MODEL_FILE,
+    TASK_SETTINGS,
+    check_settings,
     is_preset,
     read_json,
     read_preset,
@@ -93,6 +95,7 @@ def load_run(folder, run):
     if isinstance(model, BertPretrainer):
         model = model.encoder
     task = run.get("task") or {}
+    check_settings(task, TASK_SETTINGS, os.path.join(folder, CONFIG_FILE), prefix="task.")
     arguments = run.get("arguments") or {}
     lower_case = task.get("lower_case")
     if lower_case is None and not _states_casing(folder):

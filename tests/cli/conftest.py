@@ -110,3 +110,13 @@ def classify_run(tmp_path_factory, pretrain_run):
          "--checkpoint", pretrain_run, "--seq-length", 32, "--batch-size", 2, "--epochs", 2,
          "--learning-rate", 1e-3, "--run-dir", run_dir)
     return run_dir
+
+
+@pytest.fixture(scope="session")
+def run_preset(classify_run, tmp_path_factory):
+    """The preset `kbc export --format preset` writes from the fine-tuned classifier run
+    (read it; copy it to change it)."""
+    output = tmp_path_factory.mktemp("exports") / "export"
+    with mock.patch.dict(os.environ):
+        _kbc("export", classify_run, "-o", output, "--format", "preset")
+    return output / "preset"

@@ -10,12 +10,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from unittest import mock
 
 import numpy as np
 import pytest
 
-from keras_bert_core.cli import main
 from tests.cli.conftest import DATA
 
 FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",
@@ -36,15 +34,6 @@ def json_lines(text):
 
 def error_lines(stderr):
     return [line for line in stderr.splitlines() if ": error: " in line]
-
-
-@pytest.fixture(scope="module")
-def run_preset(classify_run, tmp_path_factory):
-    """The preset `kbc export --format preset` writes from the fine-tuned classifier run."""
-    output = tmp_path_factory.mktemp("exports") / "export"
-    with mock.patch.dict(os.environ):
-        assert main(["export", str(classify_run), "-o", str(output), "--format", "preset"]) == 0
-    return output / "preset"
 
 
 @pytest.mark.slow
