@@ -11,6 +11,7 @@ line (exit status 2, no traceback). Their homes re-export them (`keras_bert_core
 - `CheckpointError`, `CheckpointMismatchError`: checkpoints that cannot be read or do not fit
   the model — `checkpoints/`.
 - `TrainingError`: training that cannot go on — `training/callbacks.py`.
+- `FolderLockedError`: a folder another command is writing — `folder_lock.py`.
 - `UserError`: a `kbc` option or file that makes no sense — `cli/`.
 - `MissingDependencyError`: an optional package a feature needs is not installed — `extras.py`.
 
@@ -95,6 +96,16 @@ class TrainingError(RuntimeError):
 
     Example:
     >>> isinstance(TrainingError("the loss became nan at step 3"), RuntimeError)
+    True
+    """
+
+
+class FolderLockedError(RuntimeError):
+    """A folder (a `kbc` run) that another command holds the writer's lock on; the message
+    names that command (pid, host, start time, command line).
+
+    Example:
+    >>> isinstance(FolderLockedError("runs/a is being written by pid 7"), RuntimeError)
     True
     """
 

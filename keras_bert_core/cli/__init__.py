@@ -15,6 +15,7 @@ from keras_bert_core.errors import (
     CheckpointError,
     ConfigError,
     DataError,
+    FolderLockedError,
     MissingDependencyError,
     TrainingError,
     UserError,
@@ -73,7 +74,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def build_parser():
+def build_parser(defaults=None):
+    """The `kbc` parser; `defaults` (argument name -> value) replace every subcommand's own."""
     parser = argparse.ArgumentParser(
         prog="kbc",
         description="BERT for TensorFlow/Keras 3: pretrain, fine-tune, export, serve.")
@@ -85,7 +87,7 @@ def build_parser():
             formatter_class=_HelpFormatter)
         importlib.import_module(f"keras_bert_core.cli.{module_name}").add_arguments(sub)
         add_message_options(sub)
-        sub.set_defaults(module=module_name)
+        sub.set_defaults(**{"module": module_name, **(defaults or {})})
     return parser
 
 
@@ -100,6 +102,14 @@ def add_message_options(parser):
                             "TF_CPP_MIN_LOG_LEVEL is set)")
 
 
+def given_options(argv, args):
+    """The names of the arguments that `argv` gives, whatever their values (`args` is
+    `argv` parsed): `argv` parsed again with every default replaced by a marker."""
+    marker = object()
+    again = build_parser(dict.fromkeys(vars(args), marker)).parse_args(argv)
+    return {name for name, value in vars(again).items() if value is not marker}
+
+
 def user_error_message(error):
     """The one-line message for an exception caused by the user's input, else `None`.
 
@@ -109,7 +119,7 @@ def user_error_message(error):
     package as a `MissingDependencyError` that names its pip extra.
     """
     if isinstance(error, (UserError, DataError, CheckpointError, ConfigError, TrainingError,
-                          MissingDependencyError)):
+                          MissingDependencyError, FolderLockedError)):
         return str(error)
     if isinstance(error, OSError) and error.filename is not None:
         return f"{error.filename}: {error.strerror or error}"
@@ -120,6 +130,7 @@ def user_error_message(error):
 
 def main(argv=None):
     from keras_bert_core.cli.messages import load_tensorflow_quietly, quiet_messages
+    from keras_bert_core.cli.run_lock import command_writes
 
     parser = build_parser()
     args = parser.parse_args(argv)  # loads no TensorFlow
@@ -138,7 +149,12 @@ def main(argv=None):
             os.environ.setdefault(name, value)
     load_tensorflow_quietly()
     try:
-        with quiet_messages(args.quiet):
+        with quiet_messages(args.quiet), command_writes(sys.argv[1:] if argv is None else argv):
+            if getattr(args, "resume", False):  # which options it must refuse
+                args.given_options = given_options(argv, args)
+            elif getattr(args, "allow_changed_data", False):
+                raise UserError("--allow-changed-data goes with --resume, which checks the "
+                                "training data against the run's")
             code = importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
             sys.stdout.flush()  # here, so that a reader gone by now is caught below
         return code

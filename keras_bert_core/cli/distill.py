@@ -21,7 +21,8 @@ from keras_bert_core.cli.options import (
     add_training_options,
     positive_int,
 )
-from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir, resumed_arguments
+from keras_bert_core.cli.resume import resumed_arguments
+from keras_bert_core.cli.run_dir import RunDirectory, default_run_dir
 from keras_bert_core.cli.tasks import (
     add_data_options,
     check_input_text,
@@ -256,8 +257,8 @@ def run(args):
     if args.unlabeled:  # TensorFlow would fail deep inside on an empty or non-UTF-8 file
         check_input_text(args.unlabeled, command="--unlabeled",
                          purpose="--unlabeled has no texts for the teacher to label")
-    if not args.resume:
-        RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
+    # Locked before the slow part; a resumed run too.
+    RunDirectory(path, strategy).claim(args.overwrite, inputs, resume=args.resume)
     teacher, task, preprocessor = _load_teacher(args.teacher)
     teacher_folder = run_directory_of(args.teacher)
     _check_student_vocabulary(args.student, preprocessor.vocabulary, teacher_folder)

@@ -11,7 +11,8 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import say, stage
 from keras_bert_core.cli.model_building import run_directory_of
-from keras_bert_core.cli.run_dir import claim_output
+from keras_bert_core.cli.run_dir import claim_output, enclosing_run
+from keras_bert_core.cli.run_lock import lock_run
 from keras_bert_core.files import replaced_when_complete
 
 FORMATS = ("saved_model", "tflite", "preset")
@@ -255,6 +256,9 @@ def run(args):
     # What the command reads: the run folder (config, vocabulary) and the model in it.
     claim_output(args.output, args.overwrite, inputs=(
         args.model, run_directory_of(args.model), *filter(None, [args.calibration])))
+    run = enclosing_run(args.output)
+    if run:  # an export into a run folder writes that run: not while another command does
+        lock_run(run)
     if "tflite" not in args.format and args.tflite_variants != ["float32"]:
         raise UserError("--tflite-variants needs --format tflite")
     int8 = "int8" in args.tflite_variants and "tflite" in args.format

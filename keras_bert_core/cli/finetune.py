@@ -19,11 +19,11 @@ from keras_bert_core.cli.options import (
     add_vocab_options,
     positive_int,
 )
+from keras_bert_core.cli.resume import resumed_arguments
 from keras_bert_core.cli.run_dir import (
     LORA_FILE,
     RunDirectory,
     default_run_dir,
-    resumed_arguments,
 )
 from keras_bert_core.cli.tasks import (
     TASK_NAMES,
@@ -240,8 +240,8 @@ def run(args):
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")
     inputs = [args.train, args.validation, args.vocab, args.checkpoint, args.config]
-    if not args.resume:
-        RunDirectory(path, strategy).claim(args.overwrite, inputs)  # before the slow part
+    # Locked before the slow part; a resumed run too.
+    RunDirectory(path, strategy).claim(args.overwrite, inputs, resume=args.resume)
     # The tokenizer the vocabulary files are for (a resumed run: the run's own files).
     vocab_path = find_vocab(args.vocab, args.checkpoint)
     preprocessor = make_preprocessor(vocab_path, args.seq_length, args.cased)

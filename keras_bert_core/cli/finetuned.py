@@ -7,6 +7,8 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.model_building import MODEL_FILE, model_path, run_directory_of
 from keras_bert_core.cli.run_dir import RunDirectory
 from keras_bert_core.cli.tasks import TASK_NAMES, task_for
+from keras_bert_core.folder_lock import other_writer
+from keras_bert_core.presets.runs import unfinished_run
 
 
 def load_finetuned(path):
@@ -19,6 +21,9 @@ def load_finetuned(path):
 
     if is_preset(path):
         return _load_preset(path)
+    if (os.path.isdir(path) and not os.path.isfile(os.path.join(path, MODEL_FILE))
+            and other_writer(path)):  # a run being written, maybe still without config.json
+        raise UserError(unfinished_run(path, None))
     # A folder that is no finished fine-tuning run is refused before the model loads.
     run = _run_config(path) if os.path.isdir(path) else None
     model = load_model(model_path(path))
@@ -44,8 +49,7 @@ def _run_config(path):
     if not config.get("task"):
         raise UserError(f"{folder} is a `kbc {command}` run, not a fine-tuned model")
     if os.path.isdir(path) and not os.path.isfile(os.path.join(folder, MODEL_FILE)):
-        raise UserError(f"{folder} has not finished training (it has no {MODEL_FILE}); "
-                        f"continue it with `kbc finetune --resume --run-dir {folder}`")
+        raise UserError(unfinished_run(folder, command))
     return folder, config
 
 

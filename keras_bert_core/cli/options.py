@@ -143,7 +143,13 @@ def add_run_options(parser, resumable=True):
         return
     group.add_argument("--resume", action="store_true",
                        help="continue the run in --run-dir from its newest backup, with the "
-                            "arguments it was started with")
+                            "arguments it was started with: other values given for them are "
+                            "refused (--backup-every may change), and so is a training file "
+                            "that changed since the run started")
+    group.add_argument("--allow-changed-data", action="store_true",
+                       help="with --resume: continue even though a training file changed "
+                            "since the run started (its size and sha256 are in the run's "
+                            "config.json); the batches skipped are counted in the old data")
 
 
 def positive_int(text):

@@ -27,11 +27,11 @@ from keras_bert_core.cli.options import (
     add_vocab_options,
     positive_int,
 )
+from keras_bert_core.cli.resume import resumed_arguments
 from keras_bert_core.cli.run_dir import (
     RunDirectory,
     claim_output,
     default_run_dir,
-    resumed_arguments,
 )
 from keras_bert_core.cli.training_setup import (
     compile_for_training,
@@ -299,8 +299,8 @@ def run(args):
         training = TrainingOptions.from_args(args)
         strategy = training_strategy(training, args.run_dir)
         run_dir = RunDirectory(args.run_dir or default_run_dir("pretrain"), strategy)
-        if not args.resume:
-            run_dir.claim(args.overwrite, inputs)  # before the slow part
+        # Locked before the slow part; a resumed run too.
+        run_dir.claim(args.overwrite, inputs, resume=args.resume)
     vocab_path = find_vocab(args.vocab, args.checkpoint)
     preprocessor = make_preprocessor(vocab_path, args.seq_length, args.cased)
     if args.vocab and args.checkpoint:

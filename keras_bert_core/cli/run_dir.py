@@ -26,13 +26,13 @@
 
 config.json holds absolute paths, so `--resume` works from any working directory; every
 file is written beside its place and renamed into it when complete, and model.keras
-appears only when training has finished.
+appears only when training has finished. While a command writes the folder, writer.lock in
+it names that command (`run_lock`): no second command writes the run meanwhile.
 
 Under a multi-worker strategy every worker names the same folder, on storage they all see;
 only the chief writes these files (each worker keeps its own backup there).
 """
 
-import argparse
 import functools
 import json
 import math
@@ -43,8 +43,11 @@ from keras_bert_core import __version__
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
+from keras_bert_core.cli.run_lock import holds_lock, lock_run, release_run
+from keras_bert_core.cli.training_data import fingerprints
 from keras_bert_core.extras import require
 from keras_bert_core.files import overlaps, partial_path, remove, replaced_when_complete
+from keras_bert_core.folder_lock import LOCK_FILE
 
 METRICS_FILE = "metrics.json"
 LORA_FILE = "adapters.lora.h5"
@@ -88,24 +91,17 @@ def claim_output(path, overwrite=False, make_parent=False, inputs=()):
         os.makedirs(parent, exist_ok=True)
 
 
-def resumed_arguments(args, older_defaults=None):
-    """`(arguments, saved config)` to continue the run in `--run-dir` (`--resume`): the
-    arguments it was started with, over this command line's defaults (so options added
-    since then have their defaults), then `older_defaults` for runs saved before an option
-    existed whose default has changed. The run's own copy of the vocabulary (the run
-    folder, where `find_vocabulary` finds its files of any kind) replaces `--vocab`, and
-    its backup replaces `--checkpoint`."""
-    if not args.run_dir:
-        raise UserError("--resume needs --run-dir, the run to continue")
-    run = RunDirectory.open(args.run_dir)
-    saved = run.config()
-    if saved.get("command") != args.command:
-        raise UserError(f"{args.run_dir} is a `kbc {saved.get('command')}` run, not a "
-                        f"`kbc {args.command}` run")
-    arguments = {**vars(args), **(older_defaults or {}), **saved["arguments"],
-                 "run_dir": args.run_dir, "resume": True, "overwrite": False,
-                 "vocab": run.path, "checkpoint": None}
-    return argparse.Namespace(**arguments), saved
+def enclosing_run(path):
+    """The `kbc` run folder that `path` (an output about to be written) lies inside, or
+    None."""
+    from keras_bert_core.presets.runs import find_run
+
+    folder = os.path.dirname(os.path.abspath(path))
+    while not (os.path.isdir(folder) and find_run(folder)):
+        if os.path.dirname(folder) == folder:
+            return None
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def check_run_writers():
@@ -139,6 +135,7 @@ class RunDirectory:
     >>> run.write_json(METRICS_FILE, {"accuracy": 0.9})
     >>> run.read_json(METRICS_FILE)
     {'accuracy': 0.9}
+    >>> run.release()
     """
 
     def __init__(self, path, strategy=None):
@@ -153,22 +150,46 @@ class RunDirectory:
 
     @classmethod
     def create(cls, path, overwrite=False, strategy=None, inputs=()):
-        """A new, empty run directory; an existing one only with `overwrite` (see `claim`)."""
+        """A new, empty run directory; an existing one only with `overwrite` (see `claim`):
+        emptied under this command's lock, so never while another command writes it."""
         run = cls(path, strategy)
-        run.claim(overwrite, inputs)
         if run.chief:
-            remove(path)
-            os.makedirs(path)
+            if not holds_lock(path):
+                run.claim(overwrite, inputs)
+            if os.path.islink(path) or not os.path.isdir(path):  # a file or link replaced
+                remove(path)
+            lock_run(path)
+            for name in os.listdir(path):
+                if name != LOCK_FILE:
+                    remove(os.path.join(path, name))
         return run
 
-    def claim(self, overwrite=False, inputs=()):
-        """Checks that `create` can make the folder: an existing one is an error unless
-        `overwrite` (`create` removes it), and it must not be, hold or lie inside any of the
-        `inputs` the command reads (see `claim_output`). Only the chief claims the folder:
+    def claim(self, overwrite=False, inputs=(), resume=False):
+        """Takes the folder for this command: locks it (`run_lock`: a folder another command
+        writes is refused, naming it) and checks that `create` can make it: an existing one
+        is an error unless `overwrite` (`create` empties it), and it must not be, hold or lie
+        inside any of the `inputs` the command reads (see `claim_output`). With `resume`, the
+        folder is the run to continue: it is only locked. Only the chief claims the folder:
         the other workers write into the chief's, so they must leave it alone."""
-        if self.chief:
-            check_run_writers()
+        if not self.chief:
+            return
+        check_run_writers()
+        existed = os.path.lexists(self.path)
+        if resume or (os.path.isdir(self.path) and not os.path.islink(self.path)):
+            lock_run(self.path)  # before anything is checked or replaced
+        if resume:
+            return
+        try:
             claim_output(self.path, overwrite, inputs=inputs)
+        except BaseException:
+            release_run(self.path)
+            raise
+        if not existed:
+            lock_run(self.path)  # makes the folder
+
+    def release(self):
+        """Ends this process's lock on the folder (a `kbc` command's ends with it)."""
+        release_run(self.path)
 
     @classmethod
     def open(cls, path, strategy=None):
@@ -192,16 +213,20 @@ class RunDirectory:
             return json.load(f)
 
     def write_config(self, args, model_config=None, task=None):
-        """Records the command line's arguments, the model's `BertConfig` and the task
-        settings (what `evaluate` and `predict` need to read data as training did)."""
+        """Records the command line's arguments, the model's `BertConfig`, the task
+        settings (what `evaluate` and `predict` need to read data as training did) and the
+        training files' fingerprints (which `--resume` checks)."""
         import keras
         import tensorflow as tf
 
-        arguments = {k: _absolute(v) if k in PATH_ARGUMENTS else v
+        if not self.chief:
+            return
+        arguments = {k: absolute(v) if k in PATH_ARGUMENTS else v
                      for k, v in vars(args).items() if k not in ("module", "command")}
         self.write_json(CONFIG_FILE, {
             "command": args.command,
             "arguments": arguments,
+            "training_data": fingerprints(arguments),
             "model_config": model_config.to_dict() if model_config is not None else None,
             "task": task,
             "versions": {"keras_bert_core": __version__, "keras": keras.__version__,
@@ -308,7 +333,8 @@ class RunDirectory:
         return path
 
 
-def _absolute(value):
+def absolute(value):
+    """A path argument's value (a path, a list of them, or None) with absolute paths."""
     if isinstance(value, list):
-        return [_absolute(v) for v in value]
+        return [absolute(v) for v in value]
     return os.path.abspath(value) if isinstance(value, str) and value else value

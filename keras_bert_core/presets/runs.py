@@ -89,8 +89,7 @@ def load_run(folder, run):
 
     model_file = os.path.join(folder, MODEL_FILE)
     if not os.path.isfile(model_file):
-        raise CheckpointError(f"{folder}: a kbc {run['command']} run that has not finished "
-                              f"(it has no {MODEL_FILE}); continue it with --resume")
+        raise CheckpointError(unfinished_run(folder, run["command"]))
     model = load_model(model_file)
     if isinstance(model, BertPretrainer):
         model = model.encoder
@@ -104,6 +103,20 @@ def load_run(folder, run):
         lower_case = None if cased is None else not cased
     return model, folder, {"seq_length": task.get("seq_length") or arguments.get("seq_length"),
                            "lower_case": lower_case}
+
+
+def unfinished_run(folder, command):
+    """What to say of the `kbc <command>` run `folder` that has no model.keras: it is being
+    written by another command (its writer's lock names it), or was stopped and can be
+    continued."""
+    from keras_bert_core.folder_lock import other_writer
+
+    writer = other_writer(folder)
+    if writer:
+        return (f"{folder} is being written by {writer}: its {MODEL_FILE} appears when "
+                "that command ends")
+    return (f"{folder} has not finished training (it has no {MODEL_FILE}); continue it with "
+            f"`kbc {command} --resume --run-dir {folder}`")
 
 
 def _states_casing(folder):
