@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 
-from keras_bert_core.errors import ConfigError
+from keras_bert_core.errors import ConfigError, VocabularyMismatchError
 
 # BERT's original key names (google-research and Hugging Face) -> our field names.
 _JSON_ALIASES = {
@@ -146,30 +146,40 @@ class BertConfig:
         """The longest sequence the position table covers (after `position_offset`)."""
         return self.max_position_embeddings - self.position_offset
 
-    def check_fits(self, vocabulary_size, seq_length, *, same_vocabulary=False,
-                   vocabulary="the vocabulary", seq_length_name="seq_length",
-                   model="the model"):
-        """Raises `ValueError` if a vocabulary or sequence length does not fit the model's
-        tables. Training on a checkpoint (`same_vocabulary=True`) needs the vocabulary it
-        was trained with, so the sizes must be equal; serving needs only every id to have
-        a row (tables are often padded past the vocabulary). The names say, in the
-        caller's words, what is checked.
+    def check_fits(self, vocabulary_size, seq_length, *, vocabulary="the vocabulary",
+                   seq_length_name="seq_length", model="the model"):
+        """Raises `VocabularyMismatchError` if a vocabulary does not fill the model's word
+        embeddings, `ValueError` if a sequence length exceeds its position table. The names
+        say, in the caller's words, what is checked.
 
-        >>> BertConfig.preset("tiny", vocab_size=100).check_fits(90, 512)
-        >>> BertConfig.preset("tiny", vocab_size=100).check_fits(90, 512, same_vocabulary=True)
+        The rule is the same for every family: in the checkpoints Hugging Face and Google
+        ship (BERT's and DistilBERT's WordPiece vocab.txt, RoBERTa's vocab.json, ALBERT's
+        SentencePiece model), the vocabulary has exactly one token per row. A vocabulary
+        larger than the table gives ids with no row; a smaller one is cut or belongs to
+        another model (every id past its end is unknown, the others may mean other words),
+        except for a table padded up to a multiple of 8 to 128 rows for the hardware (as
+        NVIDIA's and Megatron's BERT are), whose extra rows no id reaches.
+
+        >>> BertConfig.preset("tiny", vocab_size=96).check_fits(90, 512)  # padded to 8 * 12
+        >>> BertConfig.preset("tiny", vocab_size=30522).check_fits(1000, 512)
         Traceback (most recent call last):
         ...
-        ValueError: vocabulary and model do not match: the vocabulary has 90 tokens but the \
-model has vocab_size 100; use the vocabulary the model was trained with
+        keras_bert_core.errors.VocabularyMismatchError: the vocabulary has 1,000 tokens but \
+the model's word embeddings have 30,522 rows (vocab_size): the vocabulary was cut or belongs \
+to another model; use the vocabulary the model was trained with
         """
-        if same_vocabulary and vocabulary_size != self.vocab_size:
-            raise ValueError(
-                f"vocabulary and model do not match: {vocabulary} has {vocabulary_size} "
-                f"tokens but {model} has vocab_size {self.vocab_size}; use the vocabulary "
-                "the model was trained with")
-        if vocabulary_size > self.vocab_size:
-            raise ValueError(f"{vocabulary} has {vocabulary_size} tokens but {model}'s word "
-                             f"embeddings have only {self.vocab_size} rows (vocab_size)")
+        rows = self.vocab_size
+        if vocabulary_size > rows:
+            raise VocabularyMismatchError(
+                f"{vocabulary} has {vocabulary_size:,} tokens but {model}'s word embeddings "
+                f"have only {rows:,} rows (vocab_size): its ids past {rows - 1:,} have none; "
+                "use the vocabulary the model was trained with")
+        if rows not in (-(-vocabulary_size // multiple) * multiple
+                        for multiple in (1, 8, 16, 32, 64, 128)):
+            raise VocabularyMismatchError(
+                f"{vocabulary} has {vocabulary_size:,} tokens but {model}'s word embeddings "
+                f"have {rows:,} rows (vocab_size): the vocabulary was cut or belongs to "
+                "another model; use the vocabulary the model was trained with")
         if seq_length > self.max_sequence_length:
             offset = (f" less the position offset {self.position_offset}"
                       if self.position_offset else "")

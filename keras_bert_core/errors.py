@@ -10,6 +10,8 @@ line (exit status 2, no traceback). Their homes re-export them (`keras_bert_core
   `config.py`.
 - `CheckpointError`, `CheckpointMismatchError`: checkpoints that cannot be read or do not fit
   the model — `checkpoints/`.
+- `VocabularyMismatchError`: a vocabulary that does not fit its model's word-embedding table
+  (`BertConfig.check_fits`), wherever the two meet: loading, training, exporting.
 - `TrainingError`: training that cannot go on — `training/callbacks.py`.
 - `FolderLockedError`: a folder another command is writing — `folder_lock.py`.
 - `UserError`: a `kbc` option or file that makes no sense — `cli/`.
@@ -88,6 +90,17 @@ class CheckpointMismatchError(CheckpointError):
                 lines.append(f"  {title} ({len(items)}):")
                 lines.extend(f"    {item}" for item in items)
         super().__init__("\n".join(lines))
+
+
+class VocabularyMismatchError(CheckpointError):
+    """A vocabulary that does not fit the model it is given to (a cut vocab.txt, another
+    model's vocabulary): the message names both sizes and both sources. A `CheckpointError`,
+    since a model folder whose files disagree cannot be understood.
+
+    Example:
+    >>> isinstance(VocabularyMismatchError("vocab.txt has 1,000 tokens..."), ValueError)
+    True
+    """
 
 
 class TrainingError(RuntimeError):

@@ -63,3 +63,15 @@ def test_broken_json_names_the_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="config.json"):
         BertConfig.from_json(path)
+
+
+def test_a_vocabulary_fills_its_model_s_word_embeddings_up_to_hardware_padding():
+    from keras_bert_core.errors import VocabularyMismatchError
+
+    config = BertConfig.preset("tiny", vocab_size=30522)
+    config.check_fits(30522, 128)
+    for padded in (30528, 30592):  # to multiples of 8 (NVIDIA) and 128 (Megatron)
+        BertConfig.preset("tiny", vocab_size=padded).check_fits(30522, 128)
+    for size, problem in ((1000, "was cut"), (13409, "was cut"), (30523, "have only")):
+        with pytest.raises(VocabularyMismatchError, match=f"has {size:,} tokens.*{problem}"):
+            config.check_fits(size, 128)

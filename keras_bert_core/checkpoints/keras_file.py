@@ -49,7 +49,8 @@ def find_model(model, cls):
 def load_model(path):
     """`keras.saving.load_model`, with failures reported as a `CheckpointError` on `path`.
 
-    Weights only: the optimizer state is not restored (task models compile themselves).
+    Weights only: the optimizer state is not restored (task models compile themselves). A
+    task model that carries a preprocessor is checked against it (`BertConfig.check_fits`).
     """
     import zipfile
 
@@ -64,10 +65,30 @@ def load_model(path):
             # The saved optimizer state is left out on purpose; Keras would warn that the
             # fresh, unbuilt optimizer cannot take it.
             warnings.filterwarnings("ignore", "Skipping variable loading for optimizer")
-            return keras.saving.load_model(path, compile=False)
+            model = keras.saving.load_model(path, compile=False)
     except Exception as e:  # zip, JSON or deserialization errors
         raise CheckpointError(f"{path}: cannot load this .keras file ({describe_error(e)})") \
             from None
+    _check_own_preprocessor(model, path)
+    return model
+
+
+def _check_own_preprocessor(model, path):
+    """A task model saved with its preprocessor must fit it: the vocabulary travels inside
+    the file, and a model saved with a cut or foreign one would answer from unknown ids."""
+    preprocessor = getattr(model, "preprocessor", None)
+    encoder = getattr(model, "encoder", None)
+    if preprocessor is None or not isinstance(encoder, BertEncoder):
+        return
+    try:
+        encoder.config.check_fits(
+            preprocessor.tokenizer.vocabulary_size(), preprocessor.seq_length,
+            vocabulary=f"the vocabulary inside {path}",
+            seq_length_name=f"the seq_length of the preprocessor inside {path}", model=path)
+    except CheckpointError:
+        raise
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
 
 
 def load(path):

@@ -29,8 +29,46 @@ def load_finetuned(path):
     model = load_model(model_path(path))
     settings = getattr(model, "task_settings", None) or {}
     if settings.get("name") in TASK_NAMES and model.preprocessor is not None:
+        _check_run_vocabulary(path, model)
         return model, task_for(settings["name"], dict(settings)), model.preprocessor
-    return model, *_run_task(*(run or _run_config(path)))
+    task, preprocessor = _run_task(*(run or _run_config(path)))
+    _check_fits(model, preprocessor, os.path.dirname(model_path(path)) or ".", path)
+    return model, task, preprocessor
+
+
+def _check_run_vocabulary(path, model):
+    """The vocabulary files of the run holding `path` must fit its model, as the copy inside
+    it does: `from_preset` and a release-0.1.0 model read those files."""
+    from keras_bert_core.presets.runs import find_run
+    from keras_bert_core.text import BertPreprocessor
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
+
+    run = find_run(path)
+    if run is None:
+        return
+    try:
+        find_vocabulary(run[0])
+    except ValueError:  # a run folder without vocabulary files: the model's own copy serves
+        return
+    own = model.preprocessor
+    try:
+        files = BertPreprocessor(run[0], seq_length=own.seq_length, lower_case=own.lower_case)
+    except ValueError as e:
+        raise UserError(f"{run[0]}: {e}" if run[0] not in str(e) else str(e)) from None
+    _check_fits(model, files, run[0], path)
+
+
+def _check_fits(model, preprocessor, folder, path):
+    """One line when the vocabulary files in `folder` do not fit the model of `path`."""
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
+
+    vocabulary = find_vocabulary(folder).vocabulary
+    try:
+        model.encoder.config.check_fits(preprocessor.tokenizer.vocabulary_size(),
+                                        preprocessor.seq_length, vocabulary=vocabulary,
+                                        model=model_path(path))
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def _run_config(path):

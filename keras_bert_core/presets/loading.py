@@ -87,10 +87,23 @@ def from_preset(path, *, seq_length=None, lower_case=None):
     try:
         encoder.config.check_fits(
             preprocessor.tokenizer.vocabulary_size(), preprocessor.seq_length,
-            vocabulary=f"the vocabulary of {path}", model=path)
+            vocabulary=_vocabulary_name(vocabulary, path), model=path)
+    except CheckpointError:
+        raise
     except ValueError as e:
         raise CheckpointError(str(e)) from None
     return _with_preprocessor(model, preprocessor), preprocessor
+
+
+def _vocabulary_name(vocabulary, path):
+    """The vocabulary file a loader gave (a folder names the file it holds), or the
+    tokenizer inside the model of `path`, as messages name it."""
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
+
+    if not isinstance(vocabulary, (str, os.PathLike)):
+        return f"the vocabulary inside {path}"
+    source = find_vocabulary(vocabulary).vocabulary
+    return source if isinstance(source, str) else os.fspath(vocabulary)
 
 
 def _load_preset(path):

@@ -72,7 +72,7 @@ def test_roberta_positions_start_after_the_offset():
     table.assign(rows)
     np.testing.assert_array_equal(before, encoder(x)["sequence_output"])
     with pytest.raises(ValueError, match="position offset 2"):
-        encoder.config.check_fits(50, 9)
+        encoder.config.check_fits(100, 9)
 
 
 def test_the_family_classification_head():
