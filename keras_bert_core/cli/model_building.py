@@ -7,6 +7,7 @@ import dataclasses
 import os
 
 from keras_bert_core.cli import UserError
+from keras_bert_core.cli.messages import say
 from keras_bert_core.config import PRESETS, BertConfig
 
 # Files of a run directory (see `run_dir`) that other commands look for.
@@ -65,7 +66,8 @@ def make_preprocessor(vocab_path, seq_length, cased=None):
     from keras_bert_core.text import BertPreprocessor
 
     try:
-        return BertPreprocessor(vocab_path, seq_length=seq_length, lower_case=casing(cased))
+        preprocessor = BertPreprocessor(vocab_path, seq_length=seq_length,
+                                        lower_case=casing(cased))
     except ValueError as e:
         message = str(e)
         if "BPE" in message and "cased" in message:
@@ -74,6 +76,33 @@ def make_preprocessor(vocab_path, seq_length, cased=None):
         elif vocab_path not in message:
             message = f"{vocab_path}: {message}"
         raise UserError(message) from None
+    check_casing(preprocessor, vocab_path, cased)
+    return preprocessor
+
+
+def check_casing(preprocessor, vocab_path, cased):
+    """`--cased` with a vocabulary without capitals is refused: every capitalized word
+    would miss its pieces. Lower-casing text for a vocabulary with capitals is said, not
+    refused: its lower-case pieces still read the text (uncased fine-tuning of a cased
+    checkpoint is a choice), but its capitals are lost."""
+    from keras_bert_core.text.vocabulary.identity import capitalized_tokens
+
+    counted = capitalized_tokens(preprocessor.tokenizer)
+    if counted is None:  # byte-level BPE: always cased
+        return
+    capitals, size = counted
+    if not preprocessor.lower_case and not capitals:
+        if cased:
+            raise UserError(f"--cased: the vocabulary {vocab_path} has 0 of {size:,} tokens "
+                            "with capitals, so it is uncased; drop --cased")
+        say(f"note: the vocabulary {vocab_path} has 0 of {size:,} tokens with capitals, so "
+            "it is uncased, but its folder says cased: give --uncased to read capitalized "
+            "words")
+    elif preprocessor.lower_case and capitals:
+        given = " (--uncased)" if cased is False else ""
+        say(f"note: the vocabulary {vocab_path} has {capitals:,} of {size:,} tokens with "
+            f"capitals, so it is cased, but the text is lower-cased{given}: its capitals "
+            "are lost; give --cased to keep them")
 
 
 def vocabulary_size(preprocessor):
@@ -85,7 +114,7 @@ def check_fits(config, vocab, vocab_path, seq_length, source):
     the model's tables. `vocab`: a `BertPreprocessor` or a list of tokens."""
     size = vocabulary_size(vocab) if hasattr(vocab, "tokenizer") else len(vocab)
     try:
-        config.check_fits(size, seq_length, same_vocabulary=True,
+        config.check_fits(size, seq_length,
                           vocabulary=vocab_path, seq_length_name="--seq-length", model=source)
     except ValueError as e:
         raise UserError(str(e)) from None

@@ -27,6 +27,11 @@ from keras_bert_core.cli.options import (
     add_vocab_options,
     positive_int,
 )
+from keras_bert_core.cli.pretrain_records import (
+    check_records_vocabulary,
+    is_tfrecords,
+    resolve_records_options,
+)
 from keras_bert_core.cli.resume import resumed_arguments
 from keras_bert_core.cli.run_dir import (
     RunDirectory,
@@ -39,8 +44,8 @@ from keras_bert_core.cli.training_setup import (
     training_strategy,
 )
 
-TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords")
 PAIR_TASKS = ("next_sentence", "sentence_order", "none")
+DEFAULT_SEQ_LENGTH = 128
 
 
 def add_arguments(parser):
@@ -48,7 +53,9 @@ def add_arguments(parser):
         "inputs", nargs="*", metavar="FILE",
         help="text files or globs (one sentence a line, a blank line between documents), "
              "or .tfrecord shards written by write_pretraining_tfrecords")
-    add_vocab_options(parser, seq_length=128,
+    add_vocab_options(parser, seq_length=None,
+                      seq_length_help=f"(default: {DEFAULT_SEQ_LENGTH}; with TFRecords, "
+                                      "the length they were written with)",
                       vocab_note="; learn one with `kbc vocab --kind`. Rows are packed "
                                  "as its family packs them. Default: the one in "
                                  "--checkpoint's folder")
@@ -138,10 +145,6 @@ def check_packing(args):
         raise UserError(f"--pack puts several documents in a row, which leaves no sentence "
                         f"pairs for --pair-task {args.pair_task}; pack with --pair-task none "
                         "(masked LM only), or leave out --pack")
-
-
-def is_tfrecords(inputs):
-    return bool(inputs) and all(path.endswith(TFRECORD_SUFFIXES) for path in inputs)
 
 
 def check_pair_task(config, pair_task, source):
@@ -290,6 +293,10 @@ def run(args):
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     check_packing(args)
+    if is_tfrecords(args.inputs):
+        resolve_records_options(args)
+    elif args.seq_length is None:
+        args.seq_length = DEFAULT_SEQ_LENGTH
     if args.pair_task is not None or args.resume:  # a new model's default waits for its family
         resolve_pair_task(args)
     inputs = [*args.inputs, args.vocab, args.checkpoint, args.config]
@@ -305,6 +312,8 @@ def run(args):
     preprocessor = make_preprocessor(vocab_path, args.seq_length, args.cased)
     if args.vocab and args.checkpoint:
         check_same_kind(preprocessor, vocab_path, args.checkpoint)
+    if is_tfrecords(args.inputs):
+        check_records_vocabulary(args.inputs, preprocessor, vocab_path)
     options = ModelOptions.from_args(args)
     if not args.resume and not args.checkpoint:  # fail before reading the corpus
         config = new_config(options, vocabulary_size(preprocessor))

@@ -17,6 +17,7 @@ from keras_bert_core.pretraining.data import (
 )
 from keras_bert_core.pretraining.masking import MaskedLMMasker
 from keras_bert_core.pretraining.pairs import resolve_pair_task
+from keras_bert_core.pretraining.tfrecords_metadata import write_tfrecords_metadata
 from keras_bert_core.text.corpus_files import glob_files
 
 # Feature names of google-research's pretraining TFRecords, minus the masked-LM fields.
@@ -47,7 +48,9 @@ def write_pretraining_tfrecords(
     `next_sentence_labels` (`[1]`, the pair label of `pair_task`; not with
     `pair_task=None`), named as in google-research's files, and a bytes feature
     `pair_task` naming the task of the labels; the masked-LM fields are left out, so
-    masking stays dynamic at read time.
+    masking stays dynamic at read time. Beside them, `{output_prefix}.meta.json` records
+    the vocabulary (sha256 of its files and size), `seq_length`, the casing and the pair
+    task (`tfrecords_metadata`), which training from the shards checks.
 
     Args:
         files: a path or glob, or a list of them, of one-sentence-per-line text files.
@@ -104,6 +107,7 @@ def write_pretraining_tfrecords(
         writers = [stack.enter_context(tf.io.TFRecordWriter(path)) for path in paths]
         for i, example in enumerate(_serialized_examples(batches, pair_task)):
             writers[i % num_shards].write(example)
+    write_tfrecords_metadata(output_prefix, tokenizer, seq_length, pair_task, num_shards)
     return paths
 
 
@@ -130,6 +134,17 @@ def _first_record(paths):
     if first is None:
         raise ValueError(f"No records in {paths}.")
     return tf.train.Example.FromString(first.numpy()).features.feature
+
+
+def tfrecords_seq_length(files):
+    """The length of the rows in TFRecord shards, read from their first record.
+
+    Example:
+
+    >>> tfrecords_seq_length("data/wiki-*.tfrecord")  # doctest: +SKIP
+    128
+    """
+    return len(_first_record(glob_files(files))["input_ids"].int64_list.value)
 
 
 def tfrecords_pair_task(files):
