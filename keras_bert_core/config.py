@@ -164,22 +164,25 @@ class BertConfig:
         >>> BertConfig.preset("tiny", vocab_size=30522).check_fits(1000, 512)
         Traceback (most recent call last):
         ...
-        keras_bert_core.errors.VocabularyMismatchError: the vocabulary has 1,000 tokens but \
-the model's word embeddings have 30,522 rows (vocab_size): the vocabulary was cut or belongs \
-to another model; use the vocabulary the model was trained with
+        keras_bert_core.errors.VocabularyMismatchError: vocabulary and model do not match: the \
+vocabulary has 1,000 tokens but the model's word embeddings have 30,522 rows (vocab_size): \
+the vocabulary was cut or belongs to another model; use the vocabulary the model was \
+trained with
         """
         rows = self.vocab_size
         if vocabulary_size > rows:
             raise VocabularyMismatchError(
-                f"{vocabulary} has {vocabulary_size:,} tokens but {model}'s word embeddings "
-                f"have only {rows:,} rows (vocab_size): its ids past {rows - 1:,} have none; "
-                "use the vocabulary the model was trained with")
+                f"vocabulary and model do not match: {vocabulary} has {vocabulary_size:,} "
+                f"tokens but {model}'s word embeddings have only {rows:,} rows (vocab_size): "
+                f"its ids past {rows - 1:,} have none; use the vocabulary the model was "
+                "trained with")
         if rows not in (-(-vocabulary_size // multiple) * multiple
                         for multiple in (1, 8, 16, 32, 64, 128)):
             raise VocabularyMismatchError(
-                f"{vocabulary} has {vocabulary_size:,} tokens but {model}'s word embeddings "
-                f"have {rows:,} rows (vocab_size): the vocabulary was cut or belongs to "
-                "another model; use the vocabulary the model was trained with")
+                f"vocabulary and model do not match: {vocabulary} has {vocabulary_size:,} "
+                f"tokens but {model}'s word embeddings have {rows:,} rows (vocab_size): the "
+                "vocabulary was cut or belongs to another model; use the vocabulary the "
+                "model was trained with")
         if seq_length > self.max_sequence_length:
             offset = (f" less the position offset {self.position_offset}"
                       if self.position_offset else "")
