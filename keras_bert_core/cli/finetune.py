@@ -6,6 +6,7 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import (
     build_encoder,
+    check_fits,
     check_same_kind,
     find_vocab,
     make_preprocessor,
@@ -258,6 +259,7 @@ def run(args):
     with training_scope(training, strategy):
         if saved:  # the weights come from the run's backup
             encoder, source = BertEncoder(BertConfig.from_dict(saved["model_config"])), path
+            check_fits(encoder.config, preprocessor, vocab_path, args.seq_length, source)
         else:
             encoder, source = build_encoder(ModelOptions.from_args(args), preprocessor,
                                             vocab_path, args.checkpoint)

@@ -114,12 +114,21 @@ def check_fits(config, vocab, vocab_path, seq_length, source):
     the model's tables. `vocab`: a `BertPreprocessor` or a list of tokens."""
     size = vocabulary_size(vocab) if hasattr(vocab, "tokenizer") else len(vocab)
     try:
-        config.check_fits(size, seq_length,
-                          vocabulary=vocab_path, seq_length_name="--seq-length", model=source)
+        config.check_fits(size, seq_length, vocabulary=vocabulary_file(vocab_path),
+                          seq_length_name="--seq-length", model=source)
     except ValueError as e:
         raise UserError(str(e)) from None
     if hasattr(vocab, "tokenizer"):
         check_token_types(config, vocab, vocab_path, source)
+
+
+def vocabulary_file(vocab_path):
+    """The vocabulary file a folder (a run, a checkpoint) holds, as messages name it."""
+    from keras_bert_core.text.vocabulary.files import find_vocabulary
+
+    if not os.path.isdir(vocab_path):
+        return vocab_path
+    return find_vocabulary(vocab_path).vocabulary
 
 
 def check_token_types(config, preprocessor, vocab_path, source):

@@ -335,6 +335,7 @@ def run(args):
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))
             source = run_dir.path
+            check_fits(encoder.config, preprocessor, vocab_path, args.seq_length, source)
         elif args.checkpoint:
             source = model_path(args.checkpoint)
             loaded, config = load_pretrainer(source)
