@@ -58,7 +58,8 @@ def add_arguments(parser):
                                       "the length they were written with)",
                       vocab_note="; learn one with `kbc vocab --kind`. Rows are packed "
                                  "as its family packs them. Default: the one in "
-                                 "--checkpoint's folder")
+                                 "--checkpoint's folder, else the one written beside "
+                                 "the TFRecords")
     parser.add_argument("--max-predictions", type=positive_int,
                         help="masked-LM predictions per sequence (default: 15%% of "
                              "--seq-length)")

@@ -17,7 +17,10 @@ from keras_bert_core.pretraining.data import (
 )
 from keras_bert_core.pretraining.masking import MaskedLMMasker
 from keras_bert_core.pretraining.pairs import resolve_pair_task
-from keras_bert_core.pretraining.tfrecords_metadata import write_tfrecords_metadata
+from keras_bert_core.pretraining.tfrecords_metadata import (
+    check_records_vocabulary,
+    write_tfrecords_metadata,
+)
 from keras_bert_core.text.corpus_files import glob_files
 
 # Feature names of google-research's pretraining TFRecords, minus the masked-LM fields.
@@ -182,7 +185,8 @@ def read_pretraining_tfrecords(
     Args:
         files: a path or glob, or a list of them, of TFRecord shards.
         vocabulary: the tokenizer used for writing, or its vocabulary (list or path);
-            masking needs the `[MASK]` id, the special tokens and the `##` pieces.
+            masking needs the `[MASK]` id, the special tokens and the `##` pieces. A
+            tokenizer is checked against the shards (`check_records_vocabulary`).
         batch_size: int.
         max_predictions_per_seq: int, `P`.
         seed: int or None; shard order, record shuffling and masks follow it.
@@ -190,6 +194,9 @@ def read_pretraining_tfrecords(
         mask_rate: float.
         shuffle_buffer_size: int, records held for shuffling.
         max_ngram: int, n-gram masking as in `pretraining_dataset`.
+
+    Raises:
+        VocabularyMismatchError: the tokenizer is not the one the shards were written with.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as described in `pretraining_data`'s
@@ -205,6 +212,8 @@ def read_pretraining_tfrecords(
     ...                                 batch_size=32, seed=1)  # doctest: +SKIP
     """
     paths = glob_files(files)
+    if hasattr(vocabulary, "vocabulary_size"):  # a tokenizer: it must be the shards' own
+        check_records_vocabulary(paths, vocabulary)
     features = _first_record(paths)
     seq_length = len(features["input_ids"].int64_list.value)
     with_pairs = _LABELS in features

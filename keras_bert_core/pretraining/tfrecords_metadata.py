@@ -74,7 +74,7 @@ def _read(file):
     return values
 
 
-def check_records_vocabulary(paths, tokenizer, vocabulary="the vocabulary"):
+def check_records_vocabulary(paths, tokenizer, vocabulary="the given vocabulary"):
     """Raises `VocabularyMismatchError` when `tokenizer` is not the vocabulary the shards
     were written with (their metadata's sha256 and size), or, for shards without metadata,
     when their first records hold ids past its end (a larger vocabulary cannot be told).
