@@ -7,6 +7,7 @@ from keras import ops
 from keras_bert_core.layers.heads import ClassificationHead
 from keras_bert_core.models.encoder import INPUT_NAMES
 from keras_bert_core.models.task import TaskModel
+from keras_bert_core.models.text_inputs import shape_of
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -75,17 +76,21 @@ class BertMultipleChoice(TaskModel):
         self.head = head
         self.compile()
 
-    def preprocess_text(self, text, static_shape=None):
-        """The inputs `[batch, num_choices, seq]` for text `(contexts, choices)`."""
+    def _check_text(self, text):
         if not (isinstance(text, tuple) and len(text) == 2):
             raise ValueError(f"{type(self).__name__} takes text as a tuple (contexts, choices): "
                              f"contexts [batch] and choices [batch, {self.num_choices}] strings")
-        contexts, choices = (tf.convert_to_tensor(texts, tf.string) for texts in text)
-        if contexts.shape.rank != 1 or choices.shape.rank != 2 or choices.shape[1] not in (
-                None, self.num_choices):
+        contexts, choices = (shape_of(texts) for texts in text)
+        if (contexts is None or len(contexts) != 1 or choices is None or len(choices) != 2
+                or choices[1] not in (None, self.num_choices)):
             raise ValueError(f"{type(self).__name__} takes contexts [batch] and choices "
-                             f"[batch, {self.num_choices}], got shapes {contexts.shape} and "
-                             f"{choices.shape}")
+                             f"[batch, {self.num_choices}], got shapes {contexts} and "
+                             f"{choices}")
+
+    def preprocess_text(self, text, static_shape=None):
+        """The inputs `[batch, num_choices, seq]` for text `(contexts, choices)`."""
+        self._check_text(text)
+        contexts, choices = (tf.convert_to_tensor(texts, tf.string) for texts in text)
         rows = super().preprocess_text(
             (tf.repeat(contexts, self.num_choices), tf.reshape(choices, [-1])), static_shape)
         # A static sequence length (fit) stays static through the reshape.

@@ -9,6 +9,8 @@ from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.models.text_inputs import (
     arguments_by_name,
     as_arrays,
+    check_text_form,
+    eagerly_preprocessed,
     is_text_data,
     is_text_spec,
     split_last,
@@ -50,16 +52,19 @@ class TaskModel(keras.Model):
     `fit`, `evaluate` and `predict` then also take text: a string, a list or array of
     strings, a tuple of two such for pairs (a tuple is always read as segments; a list is a
     batch), or a batched `tf.data.Dataset` of them (elements `text` or `(text, y[,
-    sample_weight])`). `fit` and `evaluate` preprocess text inside the `tf.data` input
-    pipeline, so under `tf.distribute` the replicas receive int32 ids, never strings, and
-    pad every batch to the preprocessor's `seq_length` (static shapes, aligned with
-    per-token labels). `predict` preprocesses batch by batch (eagerly: nothing to trace)
-    and pads each batch to its longest text (a preprocessor that takes `static_shape`),
-    except for models whose outputs are per token (`outputs_per_token`: span and token
-    models), whose outputs are `[n, seq_length]` so that every batch's positions line up.
-    Dict inputs pass through unchanged. The preprocessor is saved with the model
-    (`model.save`): `BertPreprocessor` keeps its vocabulary files as assets of the
-    `.keras` file (`assets/preprocessor/tokenizer/vocab.txt`, see
+    sample_weight])`). A model a `kbc` task built (`task_settings["name"]`) reads its
+    task's form only: a classify or ner model refuses a tuple of two (pairs; pass a list),
+    a pair or squad model anything but; `None`, an empty batch and a `None` among texts
+    are refused too, each in one clear error. `fit` and `evaluate` preprocess text inside
+    the `tf.data` input pipeline, so under `tf.distribute` the replicas receive int32 ids,
+    never strings, and pad every batch to the preprocessor's `seq_length` (static shapes,
+    aligned with per-token labels). `predict` preprocesses batch by batch (eagerly: nothing
+    to trace) and pads each batch to its longest text (a preprocessor that takes
+    `static_shape`), except for models whose outputs are per token (`outputs_per_token`:
+    span and token models), whose outputs are `[n, seq_length]` so that every batch's
+    positions line up. Dict inputs pass through unchanged. The preprocessor is saved with
+    the model (`model.save`): `BertPreprocessor` keeps its vocabulary files as assets of
+    the `.keras` file (`assets/preprocessor/tokenizer/vocab.txt`, see
     `keras_bert_core.text.vocabulary.assets`), not in its config.
 
     Answers: `task_settings` is a JSON-ready dict of what turns the model's outputs into
@@ -166,6 +171,7 @@ class TaskModel(keras.Model):
                              "preprocessor: pass preprocessor=kbc.BertPreprocessor(vocabulary, "
                              "seq_length=...) to the model (or set model.preprocessor), or give "
                              "it the dict of token_ids, segment_ids, padding_mask")
+        check_text_form(self, text)
         if static_shape is not None and self._preprocessor_takes_static_shape:
             return self.preprocessor(text, static_shape=static_shape)
         return self.preprocessor(text)
@@ -210,25 +216,8 @@ class TaskModel(keras.Model):
         if is_text_data(arguments.get("x")):
             dataset, text_only = self._text_batches(
                 arguments.pop("x"), None, None, arguments.pop("batch_size", None))
-
-            # Batch by batch, eagerly: a traced byte-level BPE tokenizer is a large graph,
-            # slow to build, which one pass over the data need not pay for.
-            def preprocessed(element):
-                return self.preprocess_text(element if text_only else element[0],
-                                            static_shape=self.outputs_per_token)
-
-            peeked = [preprocessed(next(iter(dataset)))]  # for the signature; served once
-
-            def batches():
-                for index, element in enumerate(dataset):
-                    yield peeked.pop() if index == 0 and peeked else preprocessed(element)
-
-            # Every length may vary from batch to batch.
-            signature = tf.nest.map_structure(
-                lambda t: tf.TensorSpec([None] * len(t.shape), tf.as_dtype(t.dtype)),
-                peeked[0])
-            arguments["x"] = tf.data.Dataset.from_generator(batches,
-                                                            output_signature=signature)
+            arguments["x"] = eagerly_preprocessed(dataset, lambda element: self.preprocess_text(
+                element if text_only else element[0], static_shape=self.outputs_per_token))
             if dataset.cardinality() >= 0:
                 arguments.setdefault("steps", int(dataset.cardinality()))
         return super().predict(**arguments)
@@ -271,7 +260,13 @@ class TaskModel(keras.Model):
         if any(spec.shape.rank == 0 for spec in tf.nest.flatten(text_spec)):
             raise ValueError("the dataset yields single texts: batch it first, e.g. "
                              "dataset.batch(32)")
+        self._check_text(text_spec)  # here: an error inside a dataset's map reads poorly
         return dataset, text_only
+
+    def _check_text(self, text):
+        """Raises one clear error unless `text` (a batch of text, or its `tf.TensorSpec`s)
+        is what the model reads (`text_inputs.check_text_form`)."""
+        check_text_form(self, text)
 
     @property
     def trainable_weights(self):

@@ -1,14 +1,23 @@
 """What `TaskModel.fit`, `evaluate` and `predict` read their arguments with: which are
-text, and text as arrays."""
+text, whether it is the text the model reads (one clear error where it is not), and text
+as arrays."""
 
 import inspect
 
 import numpy as np
 import tensorflow as tf
 
+# Texts per example of the models that `kbc` tasks build (`task_settings["name"]`), and how
+# they are given; other models (built in Python without a task, or multiple choice, which
+# checks its own `(contexts, choices)`) read single texts and pairs alike.
+_TASK_TEXTS = {"classify": (1, "a list of strings"), "ner": (1, "a list of strings"),
+               "pair": (2, "a tuple (first_texts, second_texts) of two lists of strings"),
+               "squad": (2, "a tuple (questions, contexts) of two lists of strings")}
+
 
 def arguments_by_name(method, model, args, kwargs):
-    """The arguments of a call of `method` (a `keras.Model` method), by name."""
+    """The arguments of a call of `method` (a `keras.Model` method), by name; raises one
+    clear error for an `x` that holds no text to read (see `check_inputs`)."""
     signature = inspect.signature(method)
     bound = signature.bind(model, *args, **kwargs).arguments
     arguments = {}
@@ -17,7 +26,114 @@ def arguments_by_name(method, model, args, kwargs):
             arguments.update(value)
         elif name != "self":
             arguments[name] = value
+    check_inputs(arguments.get("x"), method.__name__)
     return arguments
+
+
+def check_inputs(x, call):
+    """Raises one clear error where `x`, the inputs of `call` (`"predict"`...), is None, an
+    empty batch, texts with a None (or another non-string) among them, or a dict of texts
+    (a dict holds the model's int32 inputs); other inputs pass as they are.
+
+    Example:
+    >>> check_inputs(["a text", None], "predict")
+    Traceback (most recent call last):
+    ...
+    TypeError: predict got None at x[1], where a text (a string) goes
+    """
+    if x is None:
+        raise TypeError(f"{call} got no inputs (x is None): pass the texts (a list of "
+                        "strings), or the dict of int32 token_ids, segment_ids, padding_mask")
+    if isinstance(x, dict) and any(is_text(value) for value in x.values()):
+        raise ValueError(f"{call} got a dict of texts (keys {sorted(x)}); a dict holds the "
+                         "model's int32 token_ids, segment_ids, padding_mask: pass texts as a "
+                         "list of strings, or a tuple (first_texts, second_texts) for pairs")
+    if not isinstance(x, (list, tuple, np.ndarray)):
+        return
+    leaves = list(_leaves(x, ""))
+    if not leaves:
+        raise ValueError(f"{call} got an empty batch: x holds no examples")
+    if any(isinstance(leaf, (str, bytes)) or leaf is None for _, leaf in leaves):
+        for where, leaf in leaves:
+            if not isinstance(leaf, (str, bytes)):
+                what = repr(leaf) if leaf is None or np.isscalar(leaf) else \
+                    f"a {type(leaf).__name__}"
+                raise TypeError(f"{call} got {what} at x{where}, where a text (a string) "
+                                "goes")
+
+
+def _leaves(x, where):
+    """`(index path, item)` of each item of nested lists, tuples and object arrays; an array
+    of strings stands as one string, any other array as itself (its items are not read:
+    ids arrays are large), an empty one as nothing."""
+    if isinstance(x, np.ndarray) and x.dtype.kind != "O":
+        if x.size:
+            yield where, "" if x.dtype.kind in "US" else x
+    elif isinstance(x, (list, tuple)) or isinstance(x, np.ndarray) and x.ndim:
+        for index, item in enumerate(x):
+            yield from _leaves(item, f"{where}[{index}]")
+    else:
+        yield where, x.item() if isinstance(x, np.ndarray) else x
+
+
+def check_text_form(model, text):
+    """Raises one clear error unless `text` (what `preprocess_text` got: a batch, or a tuple
+    of segments; or the `tf.TensorSpec`s of such a batch) is what `model` reads.
+
+    The rule: a tuple is always read as the segments of pairs (a list or array is a batch),
+    so a model that a `kbc` task built (`task_settings["name"]`) for single texts (classify,
+    ner) refuses a tuple of two, even of two strings (pass a list: `["a", "b"]` is two
+    texts), and one built for pairs (pair, squad) refuses anything else; a model without a
+    task reads both. No model takes more than two segments, or texts of rank above 1.
+
+    Example:
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> model = kbc.BertClassifier(encoder, 2, task_settings={"name": "classify"},
+    ...                            name="topics")
+    >>> check_text_form(model, ["a game", "a film"])
+    >>> check_text_form(model, ("a game", "a film"))
+    Traceback (most recent call last):
+    ...
+    ValueError: BertClassifier 'topics' reads one text per example (its task is 'classify'); \
+got a tuple of 2, which is read as pairs: pass the texts as a list of strings
+    """
+    segments = text if isinstance(text, tuple) else (text,)
+    task = (getattr(model, "task_settings", None) or {}).get("name")
+    count, form = _TASK_TEXTS.get(task, (None, "a list of strings, or a tuple (first_texts, "
+                                               "second_texts) for pairs"))
+    reads = f"{type(model).__name__} {model.name!r} reads"
+    for segment in segments:
+        shape = shape_of(segment)
+        if shape is not None and len(shape) > 1:
+            dims = ", ".join("batch" if size is None else str(size) for size in shape)
+            raise ValueError(f"{reads} a batch of texts, each a string; got texts of shape "
+                             f"[{dims}]: pass {form}")
+    if count == 1 and len(segments) > 1:
+        raise ValueError(f"{reads} one text per example (its task is {task!r}); got a tuple "
+                         f"of {len(segments)}, which is read as pairs: pass the texts as "
+                         f"{form}")
+    if count == 2 and len(segments) != 2:
+        given = "single texts" if len(segments) == 1 else f"a tuple of {len(segments)}"
+        raise ValueError(f"{reads} a pair of texts per example (its task is {task!r}); got "
+                         f"{given}: pass {form}")
+    if len(segments) > 2:
+        raise ValueError(f"{reads} one text or a pair per example; got a tuple of "
+                         f"{len(segments)} (a tuple holds the two texts of pairs): pass {form}")
+
+
+def shape_of(text):
+    """The shape of text (a string, list, array, tensor or `tf.TensorSpec`) as a tuple;
+    None where it is not known (an unknown rank, rows of different lengths)."""
+    if not hasattr(text, "shape"):
+        try:
+            return np.shape(text)
+        except ValueError:  # rows of different lengths
+            return None
+    shape = text.shape
+    if isinstance(shape, tuple):
+        return shape
+    return None if shape.rank is None else tuple(shape.as_list())
 
 
 def takes_argument(function, name):
@@ -72,6 +188,25 @@ def as_arrays(data):
     except ValueError as error:  # rows of different lengths
         raise ValueError(f"the data must be rectangular (every example with as many items): "
                          f"{error}") from None
+
+
+def eagerly_preprocessed(dataset, preprocess):
+    """A dataset of `preprocess(batch)` for each batch of `dataset`, computed eagerly as it
+    is read (`predict`): a traced byte-level BPE tokenizer is a large graph, slow to build,
+    which one pass over the data need not pay for."""
+    first = next(iter(dataset), None)
+    if first is None:
+        raise ValueError("predict got an empty dataset: it yields no batch of texts")
+    peeked = [preprocess(first)]  # for the signature; served once
+
+    def batches():
+        for index, element in enumerate(dataset):
+            yield peeked.pop() if index == 0 and peeked else preprocess(element)
+
+    # Every length may vary from batch to batch.
+    signature = tf.nest.map_structure(
+        lambda t: tf.TensorSpec([None] * len(t.shape), tf.as_dtype(t.dtype)), peeked[0])
+    return tf.data.Dataset.from_generator(batches, output_signature=signature)
 
 
 def split_last(parts, fraction):

@@ -3,6 +3,7 @@
 
 import json
 import pathlib
+import re
 import zipfile
 
 import keras
@@ -183,6 +184,73 @@ def test_bad_text_input_names_the_problem():
         classifier_model.predict(tf.data.Dataset.from_tensor_slices(TEXTS), verbose=0)
     with pytest.raises(ValueError, match="different numbers of examples"):
         classifier_model.fit(TEXTS, [0, 1], verbose=0)
+
+
+def test_a_model_of_a_task_reads_its_tasks_texts_only():
+    """A tuple is read as the segments of pairs (issue 31: a single-text classifier answered
+    `("ball and paddle game", "perl module")` as one pair): a model built for single texts
+    refuses it, one built for pairs refuses single texts, in `predict`, `fit` and
+    `evaluate` alike; lists, and models without a task, read as before."""
+    pre = make_preprocessor()
+    single = kbc.BertClassifier(make_encoder(pre), 3, preprocessor=pre, name="topics",
+                                task_settings={"name": "classify"})
+    pair = kbc.BertClassifier(make_encoder(pre), 3, preprocessor=pre, name="pairs",
+                              task_settings={"name": "pair"})
+    squad = kbc.BertSpanLabeler(make_encoder(pre), preprocessor=pre, name="reader",
+                                task_settings={"name": "squad"})
+    y = np.array([0, 2, 1, 2, 0])
+    refuses_pairs = ("BertClassifier 'topics' reads one text per example (its task is "
+                     "'classify'); got a tuple of 2, which is read as pairs: pass the texts as "
+                     "a list of strings")
+    for call in (lambda: single.predict(("ball and paddle game", "perl module"), verbose=0),
+                 lambda: single.fit((TEXTS, QUESTIONS), y, verbose=0),
+                 lambda: single.evaluate(
+                     tf.data.Dataset.from_tensor_slices(((TEXTS, QUESTIONS), y)).batch(2),
+                     verbose=0)):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert str(error.value) == refuses_pairs
+    for model, given in ((pair, "(first_texts, second_texts)"), (squad, "(questions, contexts)")):
+        for call in (lambda m=model: m.predict(TEXTS, verbose=0),
+                     lambda m=model: m.fit(TEXTS, y, verbose=0)):
+            with pytest.raises(ValueError, match=rf"reads a pair of texts per example \(its "
+                               rf"task is '\w+'\); got single texts: pass a tuple "
+                               rf"{re.escape(given)}"):
+                call()
+    untasked, _, _ = classifier(pre)
+    for model in (single, untasked):
+        with pytest.raises(ValueError, match=r"got a tuple of 3\b"):
+            model.predict(("a", "b", "c"), verbose=0)
+        with pytest.raises(ValueError, match=r"got texts of shape \[batch, 2\]: pass"):
+            model.predict([("a dog", "a cat")], verbose=0)
+    assert single.predict(["ball and paddle game", "perl module"], verbose=0).shape == (2, 3)
+    assert untasked.predict(("a dog", "a cat"), verbose=0).shape == (1, 3)  # one pair
+
+
+def test_none_and_empty_batches_are_one_clear_error():
+    model, _, _ = classifier(make_preprocessor())
+    cases = [
+        (None, TypeError, "predict got no inputs (x is None): pass the texts"),
+        ([], ValueError, "predict got an empty batch: x holds no examples"),
+        (([], []), ValueError, "predict got an empty batch"),
+        ([None], TypeError, "predict got None at x[0], where a text (a string) goes"),
+        (["a dog", None, "fox"], TypeError, "predict got None at x[1], where"),
+        ((TEXTS, [*QUESTIONS[:4], None]), TypeError, "predict got None at x[1][4], where"),
+        (np.array(["fox", None], object), TypeError, "predict got None at x[1], where"),
+        (["a dog", 3], TypeError, "predict got 3 at x[1], where"),
+        ({"text": TEXTS}, ValueError, "predict got a dict of texts (keys ['text']); a dict "
+                                      "holds the model's int32 token_ids"),
+        (tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string)).batch(2), ValueError,
+         "predict got an empty dataset: it yields no batch of texts"),
+    ]
+    for x, kind, message in cases:
+        with pytest.raises(kind) as error:
+            model.predict(x, verbose=0)
+        assert str(error.value).startswith(message), (x, str(error.value))
+    with pytest.raises(TypeError, match=r"^fit got None at x\[1\], where"):
+        model.fit(["a dog", None], [0, 1], verbose=0)
+    with pytest.raises(ValueError, match="^evaluate got an empty batch"):
+        model.evaluate([], [], verbose=0)
 
 
 def test_mixed_precision_model_takes_text():
