@@ -10,7 +10,8 @@ import os
 from keras_bert_core.cli.messages import say
 from keras_bert_core.folder_lock import FolderLock, describe
 
-# The locks this process holds: real path of the folder -> (lock, whether it made the folder).
+# The locks this process holds: real path of the folder -> (lock, the folders it made, the
+# deepest first).
 _held = {}
 _command = [None]  # the command line of the command running, as locks name it
 
@@ -34,14 +35,13 @@ def lock_run(path):
     key = os.path.realpath(path)
     if key in _held:
         return
-    created = not os.path.isdir(path)
+    created = _missing_folders(path)
     os.makedirs(path, exist_ok=True)
     lock = FolderLock(path, _command[0])
     try:
         stale = lock.acquire()
     except BaseException:
-        if created:
-            os.rmdir(path)
+        _remove_empty(created)
         raise
     if not _held:
         atexit.register(release_all)  # a library caller's locks, at exit at the latest
@@ -61,9 +61,27 @@ def release_run(path):
         return
     lock, created = held
     lock.release()
-    if created:
-        with contextlib.suppress(OSError):  # not empty: the command wrote into it
-            os.rmdir(path)
+    _remove_empty(created)
+
+
+def _missing_folders(path):
+    """`path` and those of its parents that do not exist yet, the deepest first."""
+    missing = []
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+def _remove_empty(folders):
+    """Removes `folders` (the deepest first) while they are empty: a command that wrote
+    nothing leaves no `runs/` folder behind."""
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:  # not empty: the command wrote into it
+            return
 
 
 def release_all():

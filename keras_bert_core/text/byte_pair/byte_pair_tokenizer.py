@@ -198,9 +198,20 @@ class BytePairTokenizer(Tokenizer):
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
         return route_rows(
             text, tf.strings.regex_full_match(text, ASCII_TEXT),
-            lambda rows: self._tokenize_rows(rows, ASCII_PRETOKEN_PATTERN, with_offsets),
-            lambda rows: self._tokenize_rows(rows, GPT2_PRETOKEN_PATTERN, with_offsets),
-            dtypes)
+            self._route(ASCII_PRETOKEN_PATTERN, with_offsets),
+            self._route(GPT2_PRETOKEN_PATTERN, with_offsets), dtypes)
+
+    def _route(self, pattern, with_offsets):
+        def tokenize_rows(rows):
+            return self._tokenize_rows(rows, pattern, with_offsets)
+
+        if tf.executing_eagerly():
+            return tokenize_rows
+        # In a graph, one function called by whichever branch of `route_rows` runs (all rows,
+        # or two halves) and kept a call: inlined, each route's large graph would be there
+        # three times, to trace and instantiate (bench/tokenizer_trace_time.py).
+        return tf.function(tokenize_rows, autograph=False,
+                           experimental_attributes={"_noinline": True})
 
     def _tokenize_rows(self, text, pattern, with_offsets):
         word_starts, word_ends = pretokenize(text, pattern)
