@@ -8,7 +8,6 @@ from keras_bert_core.cli.model_building import MODEL_FILE, model_path, run_direc
 from keras_bert_core.cli.run_dir import RunDirectory
 from keras_bert_core.cli.tasks import TASK_NAMES, task_for
 from keras_bert_core.folder_lock import other_writer
-from keras_bert_core.presets.runs import unfinished_run
 
 
 def load_finetuned(path):
@@ -18,6 +17,7 @@ def load_finetuned(path):
     a preset folder with its preset.json (`keras_bert_core.presets`)."""
     from keras_bert_core.checkpoints.keras_file import load_model
     from keras_bert_core.presets import is_preset
+    from keras_bert_core.presets.runs import unfinished_run
 
     if is_preset(path):
         return _load_preset(path)
@@ -74,6 +74,8 @@ def _check_fits(model, preprocessor, folder, path):
 def _run_config(path):
     """`(run folder, its config)` of the fine-tuning run holding `path`, or a `UserError`
     that says what `path` is instead."""
+    from keras_bert_core.presets.runs import unfinished_run
+
     folder = run_directory_of(path)
     if folder is None:
         raise UserError(f"{path} is not a kbc fine-tuning run: its folder has no config.json "

@@ -24,3 +24,17 @@ def test_tensorflow_start_up_log_is_silenced_unless_asked_for(tmp_path):
     loud = subprocess.run([*command, str(tmp_path / "b.txt")], capture_output=True, text=True,
                           env={**environment, "TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=300)
     assert loud.returncode == 0 and ": I " in loud.stderr
+
+
+def test_parsing_any_command_line_loads_no_tensorflow():
+    """`kbc` sets TensorFlow's log level after parsing: a subcommand module that imports
+    TensorFlow at the top (directly or through a package `__init__`) logs its start-up
+    and slows `kbc --help`."""
+    check = ("import sys\n"
+             "from keras_bert_core.cli import build_parser\n"
+             "build_parser()\n"
+             "loaded = sorted(m for m in ('tensorflow', 'keras') if m in sys.modules)\n"
+             "assert not loaded, loaded\n")
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -117,6 +117,9 @@ def test_finetune_killed_mid_epoch_resumes_and_partial_runs_say_so(
 
     resumed = run_kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    # The killed command's lock was left behind; the resume takes it over and says so.
+    assert f"{run_dir}: took over the lock of pid " in resumed.stderr
+    assert "which no longer runs" in resumed.stderr
     steps, epochs = metrics_steps(run_dir)
     assert steps == [50, 100, 150]
     assert epochs == [(1, 50), (2, 100), (3, 150)]

@@ -173,7 +173,7 @@ def test_bad_inputs_give_defined_outputs(classifier_signatures):
     assert empty["label"].shape == empty["label_name"].shape == (0,)
 
 
-def test_bad_arguments_name_the_problem(classifier, preprocessor, char_vocab_file, tmp_path):
+def test_bad_arguments_name_the_problem(classifier, preprocessor, vocab_file, tmp_path):
     with pytest.raises(ValueError, match="label_names has 2 names but the model has "
                                          "num_classes=3"):
         export_saved_model(classifier, preprocessor, tmp_path, label_names=["a", "b"])
@@ -182,7 +182,7 @@ def test_bad_arguments_name_the_problem(classifier, preprocessor, char_vocab_fil
         export_saved_model(classifier, "vocab.txt", tmp_path)
     with pytest.raises(ValueError, match="label_names is for classifiers"):
         export_saved_model(classifier.encoder, preprocessor, tmp_path, label_names=["a"])
-    long_preprocessor = BertPreprocessor(str(char_vocab_file), seq_length=SEQ_LENGTH + 1)
+    long_preprocessor = BertPreprocessor(str(vocab_file), seq_length=SEQ_LENGTH + 1)
     with pytest.raises(ValueError, match="seq_length 65 exceeds the model's "
                                          "max_position_embeddings 64"):
         export_saved_model(classifier, long_preprocessor, tmp_path)
