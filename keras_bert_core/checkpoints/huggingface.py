@@ -22,7 +22,7 @@ from keras_bert_core.checkpoints.weights import (
     read_head_groups,
 )
 from keras_bert_core.config import BertConfig
-from keras_bert_core.errors import CheckpointError
+from keras_bert_core.errors import CheckpointError, VocabularyMismatchError
 from keras_bert_core.models import BertEncoder
 
 _SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
@@ -229,3 +229,33 @@ def read_heads(path):
     weights of a pretraining or masked-LM checkpoint, or `None`."""
     config_file, reader = _open(path)
     return read_head_groups(reader, _head_sources(_read_config(config_file).family))
+
+
+# Hugging Face config.json keys naming the ids a model's special tokens were trained at, and
+# the packer's token each names.
+_SPECIAL_TOKEN_IDS = {"pad_token_id": "pad", "bos_token_id": "cls", "eos_token_id": "sep"}
+
+
+def check_special_token_ids(path, packer, vocabulary="the vocabulary"):
+    """Raises `VocabularyMismatchError` where the Hugging Face checkpoint at `path` (its
+    folder or a file in it; anything without a Hugging Face config.json is not checked)
+    trained a special token at another id than `packer` (a `BertPacker`) puts it: a
+    vocabulary of the right size in another order would give every sequence wrong
+    [CLS]/[SEP]/[PAD] rows."""
+    config = os.path.join(path if os.path.isdir(path) else os.path.dirname(path),
+                          "config.json")
+    try:
+        with open(config, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError):
+        return
+    if not isinstance(values, dict) or "model_type" not in values:
+        return  # not a Hugging Face config
+    for key, token in _SPECIAL_TOKEN_IDS.items():
+        trained, packed = values.get(key), getattr(packer, f"{token}_id")
+        if isinstance(trained, int) and not isinstance(trained, bool) and trained != packed:
+            raise VocabularyMismatchError(
+                f"vocabulary and model do not match: {config} says {key} {trained}, but "
+                f"{vocabulary} has the {token} token at id {packed}: use the vocabulary the "
+                "model was trained with")
+

@@ -111,7 +111,10 @@ def vocabulary_size(preprocessor):
 
 def check_fits(config, vocab, vocab_path, seq_length, source):
     """The vocabulary (the one the model was trained with) and the sequence length must fit
-    the model's tables. `vocab`: a `BertPreprocessor` or a list of tokens."""
+    the model's tables, and a Hugging Face checkpoint's special tokens sit at its ids.
+    `vocab`: a `BertPreprocessor` or a list of tokens."""
+    from keras_bert_core.checkpoints.huggingface import check_special_token_ids
+
     size = vocabulary_size(vocab) if hasattr(vocab, "tokenizer") else len(vocab)
     try:
         config.check_fits(size, seq_length, vocabulary=vocabulary_file(vocab_path),
@@ -120,6 +123,10 @@ def check_fits(config, vocab, vocab_path, seq_length, source):
         raise UserError(str(e)) from None
     if hasattr(vocab, "tokenizer"):
         check_token_types(config, vocab, vocab_path, source)
+        try:
+            check_special_token_ids(source, vocab.packer, vocabulary_file(vocab_path))
+        except ValueError as e:
+            raise UserError(str(e)) from None
 
 
 def vocabulary_file(vocab_path):

@@ -66,6 +66,7 @@ def from_preset(path, *, seq_length=None, lower_case=None):
     >>> type(encoder).__name__, preprocessor.seq_length, preprocessor.lower_case
     ('BertEncoder', 32, True)
     """
+    from keras_bert_core.checkpoints.huggingface import check_special_token_ids
     from keras_bert_core.checkpoints.readers import tf_checkpoint_prefix
 
     path = os.fspath(path)
@@ -88,6 +89,7 @@ def from_preset(path, *, seq_length=None, lower_case=None):
         encoder.config.check_fits(
             preprocessor.tokenizer.vocabulary_size(), preprocessor.seq_length,
             vocabulary=_vocabulary_name(vocabulary, path), model=path)
+        check_special_token_ids(path, preprocessor.packer, _vocabulary_name(vocabulary, path))
     except CheckpointError:
         raise
     except ValueError as e:

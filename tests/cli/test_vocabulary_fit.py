@@ -5,6 +5,7 @@ vocabulary is refused. Each case ends in one line and writes nothing."""
 
 import argparse
 import json
+import pathlib
 import shutil
 
 import pytest
@@ -123,3 +124,24 @@ def test_cased_with_an_uncased_vocabulary_is_refused_and_the_reverse_is_said(
     assert written.code == 0, written.err
     assert (f"the vocabulary {cased} has 2 of {VOCABULARY_SIZE + 2} tokens with capitals, so "
             "it is cased, but the text is lower-cased (--uncased)") in written.err
+
+
+def test_special_tokens_must_sit_at_the_ids_a_checkpoint_was_trained_with(kbc, tmp_path):
+    """A Hugging Face folder whose config.json trained `<pad>` at another id than its
+    vocabulary holds it (a vocabulary of the right size in another order) is refused."""
+    folder = tmp_path / "roberta"
+    shutil.copytree(pathlib.Path(__file__).parents[1] / "checkpoints" / "data" / "families"
+                    / "roberta", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["pad_token_id"] = 5
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(VocabularyMismatchError, match="says pad_token_id 5, but .* has the pad "
+                                                      "token at id 1"):
+        kbc_package.from_preset(folder)
+    result = kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+                 "--text-column", "review", "--checkpoint", folder, "--batch-size", 2,
+                 "--seq-length", 16,
+                 "--run-dir", tmp_path / "run")
+    assert_one_line_error(result, f"{folder / 'config.json'} says pad_token_id 5",
+                          "pad token at id 1")
+    assert not (tmp_path / "run").exists()
