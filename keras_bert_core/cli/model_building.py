@@ -119,14 +119,12 @@ def check_fits(config, vocab, vocab_path, seq_length, source):
     try:
         config.check_fits(size, seq_length, vocabulary=vocabulary_file(vocab_path),
                           seq_length_name="--seq-length", model=source)
+        if hasattr(vocab, "tokenizer"):
+            check_special_token_ids(source, vocab.packer, vocabulary_file(vocab_path))
     except ValueError as e:
         raise UserError(str(e)) from None
     if hasattr(vocab, "tokenizer"):
         check_token_types(config, vocab, vocab_path, source)
-        try:
-            check_special_token_ids(source, vocab.packer, vocabulary_file(vocab_path))
-        except ValueError as e:
-            raise UserError(str(e)) from None
 
 
 def vocabulary_file(vocab_path):
