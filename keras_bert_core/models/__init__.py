@@ -7,6 +7,12 @@ from keras_bert_core.models.distillation import (
     distillation_kl,
     make_distilbert_student,
 )
+from keras_bert_core.models.embedding_losses import (
+    ContrastiveLoss,
+    CosineSimilarityLoss,
+    MatryoshkaLoss,
+    TripletLoss,
+)
 from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.models.lora import (
     LoraSummary,
@@ -26,4 +32,5 @@ __all__ = ["BertEncoder", "BertClassifier", "BertMultipleChoice", "BertPretraine
            "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
            "check_vocabularies", "distillation_kl", "make_distilbert_student",
            "enable_lora", "save_lora_weights", "load_lora_weights", "merge_lora",
-           "lora_summary", "LoraSummary"]
+           "lora_summary", "LoraSummary", "ContrastiveLoss", "CosineSimilarityLoss",
+           "TripletLoss", "MatryoshkaLoss"]

@@ -1,0 +1,82 @@
+"""Worker for test_embedding_losses: a tiny model that outputs [B, C, D] vectors trained with
+`ContrastiveLoss` on one device and on a 2-replica `MirroredStrategy` over two logical CPUs
+(configured before TensorFlow starts), from the same weights on the same global batches.
+
+Usage: python -m tests.models.embedding_losses_mirrored RESULT_JSON
+"""
+
+import sys
+
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_bert_core.models.embedding_losses import ContrastiveLoss  # noqa: E402
+from tests.training.toys import write_result  # noqa: E402
+
+STEPS, GLOBAL_BATCH, COLUMNS, FEATURES = 4, 8, 3, 6
+rng = np.random.default_rng(0)
+X = rng.normal(size=(STEPS * GLOBAL_BATCH, COLUMNS, FEATURES)).astype("float32")
+Y = np.zeros(len(X), "float32")
+
+
+def tiny_model():
+    inputs = keras.Input((COLUMNS, FEATURES))
+    hidden = keras.layers.Dense(8, activation="tanh")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(4)(hidden))
+
+
+def train(strategy, initial, symmetric):
+    """Per-step losses and final weights of `STEPS` SGD steps from `initial`."""
+    with strategy.scope():
+        model = tiny_model()
+        model.set_weights(initial)
+        model.compile(optimizer=keras.optimizers.SGD(0.5),
+                      loss=ContrastiveLoss(scale=5.0, symmetric=symmetric))
+    # One step per epoch, so each epoch's loss is that step's loss, not a running mean.
+    dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL_BATCH).repeat()
+    history = model.fit(dataset, steps_per_epoch=1, epochs=STEPS, verbose=0)
+    return history.history["loss"], model.get_weights()
+
+
+def closed_form(vectors, scale=5.0):
+    """The forward contrastive loss of one batch in numpy: the mean over anchors."""
+    unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+    candidates = unit[:, 1:].reshape(-1, unit.shape[-1])
+    scores = scale * unit[:, 0] @ candidates.T
+    labels = np.arange(len(vectors)) * (vectors.shape[1] - 1)
+    top = scores.max(1, keepdims=True)
+    log_softmax = scores - top - np.log(np.exp(scores - top).sum(1, keepdims=True))
+    return float(-log_softmax[np.arange(len(vectors)), labels].mean())
+
+
+def main(result_path):
+    keras.utils.set_random_seed(0)
+    initial = tiny_model().get_weights()
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    result = {"replicas": mirrored.num_replicas_in_sync}
+    for symmetric in (False, True):
+        single_losses, single_weights = train(tf.distribute.get_strategy(), initial, symmetric)
+        mirrored_losses, mirrored_weights = train(mirrored, initial, symmetric)
+        result[f"symmetric={symmetric}"] = {
+            "single": single_losses, "mirrored": mirrored_losses,
+            "max_weight_difference": max(float(np.max(np.abs(a - b))) for a, b in
+                                         zip(single_weights, mirrored_weights, strict=True))}
+    # The first step's loss with the initial weights, over the global batch of 8, and as
+    # two replicas would see it if each had only its own 4 examples' negatives.
+    model = tiny_model()
+    model.set_weights(initial)
+    first = model.predict(X[:GLOBAL_BATCH], verbose=0)
+    half = GLOBAL_BATCH // 2
+    result["global_closed_form"] = closed_form(first)
+    result["per_replica_closed_form"] = (closed_form(first[:half])
+                                         + closed_form(first[half:])) / 2
+    write_result(result_path, **result)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
