@@ -12,12 +12,15 @@ its data, features, metrics, answers, serving, and the task as `kbc finetune` ru
   scores); answers: words with their tags; served as `TokenTagging`.
 - `multiple_choice`: `BertMultipleChoice`; JSONL; answers: chosen index, its text and the
   probabilities; served as `MultipleChoice`.
+- `embedding/`: sentence vectors; pairs files (`load_pairs`), retrieval sets in BEIR's
+  layout (`load_retrieval`), retrieval and similarity metrics; a bare encoder served as
+  `SentenceEmbedding`.
 
 `records` reads the CSV, TSV and JSON-lines files, `tfds` the benchmarks of TensorFlow
 Datasets (GLUE, SQuAD, CoNLL-2003); `serving` holds the serving adapters' base,
-`embedding` serves a bare encoder, and `serving_dispatch.serving_task` chooses the adapter of
-a model for the SavedModel and TFLite exports. Each task's `answers` turns its model's outputs
-into JSON-ready answers; `kbc predict` prints them.
+`embedding.serving` serves a bare encoder, and `serving_dispatch.serving_task` chooses the
+adapter of a model for the SavedModel and TFLite exports. Each task's `answers` turns its
+model's outputs into JSON-ready answers; `kbc predict` prints them.
 
 Example: a classifier's and a span labeler's outputs as answers (untrained tiny models here;
 a `kbc finetune` run's `model.keras` loads with `keras.saving.load_model`).

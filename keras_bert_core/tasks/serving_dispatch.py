@@ -12,7 +12,7 @@ from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.tasks.classification import Classification, Regression
-from keras_bert_core.tasks.embedding import SentenceEmbedding
+from keras_bert_core.tasks.embedding.serving import SentenceEmbedding
 from keras_bert_core.tasks.multiple_choice import MultipleChoice
 from keras_bert_core.tasks.question_answering import SpanQuestionAnswering
 from keras_bert_core.tasks.serving import RawOutputs
