@@ -1,8 +1,10 @@
-"""Load pretrained BERT weights: Hugging Face safetensors, google-research TF1 checkpoints,
+"""Load pretrained BERT weights: Hugging Face safetensors (and sentence-transformers
+folders, read and written), google-research TF1 checkpoints,
 TF Model Garden TF2 checkpoints, keras-hub presets and `.keras` files (our preset folders'
 model.keras among them: `keras_bert_core.presets` reads the rest). Never unpickles."""
 
 from keras_bert_core.checkpoints.google_research import save_google_research_checkpoint
+from keras_bert_core.checkpoints.huggingface_writer import save_huggingface_checkpoint
 from keras_bert_core.checkpoints.loader import (
     FORMATS,
     convert_checkpoint,
@@ -12,6 +14,7 @@ from keras_bert_core.checkpoints.loader import (
     load_pretrainer,
     read_pretraining_head_weights,
 )
+from keras_bert_core.checkpoints.sentence_transformers_writer import save_sentence_transformers
 from keras_bert_core.checkpoints.weights import encoder_variables
 from keras_bert_core.errors import CheckpointError, CheckpointMismatchError
 
@@ -27,4 +30,6 @@ __all__ = [
     "load_pretrainer",
     "read_pretraining_head_weights",
     "save_google_research_checkpoint",
+    "save_huggingface_checkpoint",
+    "save_sentence_transformers",
 ]

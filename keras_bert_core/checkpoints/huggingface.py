@@ -173,6 +173,12 @@ def _read_config(path):
     return BertConfig.from_json(path)
 
 
+def read_config(path):
+    """The `BertConfig` of the Hugging Face checkpoint at `path` (its folder or weights)."""
+    config_file, _ = _locate(os.fspath(path))
+    return _read_config(config_file)
+
+
 def _open(path):
     """(config.json path, reader) with legacy key spellings mapped to today's."""
     config_file, files = _locate(os.fspath(path))

@@ -11,18 +11,21 @@ from keras_bert_core.checkpoints import (
     keras_file,
     keras_hub,
     model_garden,
+    sentence_transformers,
 )
 from keras_bert_core.checkpoints.readers import TFCheckpointReader, tf_checkpoint_prefix
 from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models.pretrainer import BertPretrainer
 
-FORMATS = ("keras", "keras_hub", "huggingface", "google_research", "model_garden")
+FORMATS = ("keras", "keras_hub", "huggingface", "sentence_transformers", "google_research",
+           "model_garden")
 _MODULES = {"keras_hub": keras_hub, "huggingface": huggingface,
             "google_research": google_research, "model_garden": model_garden}
 _HEAD_FORMATS = ("huggingface", "google_research")
 _LOOKED_FOR = (
     "a .keras file or a preset folder (preset.json + model.keras); a keras-hub BertBackbone "
     "preset folder (config.json + model.weights.h5); "
+    "a sentence-transformers folder (modules.json); "
     "a Hugging Face folder (config.json + model.safetensors) or .safetensors file; a "
     "TensorFlow checkpoint prefix, .index file or folder: google-research (bert_model.ckpt.* "
     "+ bert_config.json) or Model Garden TF2 (tf.train.Checkpoint)")
@@ -40,7 +43,9 @@ def detect_format(path):
     if keras_hub.matches(path):
         return "keras_hub"
     if huggingface.matches(path):
-        return "huggingface"
+        return "huggingface"  # a sentence-transformers folder with its Transformer on top too
+    if sentence_transformers.matches(path):
+        return "sentence_transformers"
     prefix = tf_checkpoint_prefix(path)
     if prefix is None:
         raise CheckpointError(f"{path}: no BERT checkpoint found; looked for {_LOOKED_FOR}")
@@ -57,7 +62,8 @@ def detect_format(path):
 def load_checkpoint(path, config=None):
     """Load a pretrained BERT from any supported format into a new `BertEncoder`.
 
-    Formats (auto-detected, see `detect_format`): Hugging Face safetensors, google-research
+    Formats (auto-detected, see `detect_format`): Hugging Face safetensors (a
+    sentence-transformers folder gives its Transformer's encoder), google-research
     TF1 checkpoints, TF Model Garden TF2 checkpoints, keras-hub `BertBackbone` presets and
     `.keras` files (a `BertEncoder`, or a task model holding one), our preset folders
     included (`save_to_preset`; `from_preset` loads their vocabulary and head too). Weights
@@ -90,6 +96,8 @@ def load_checkpoint(path, config=None):
         if config is not None:
             raise ValueError(f"{path}: a .keras file carries its own config; do not pass config=")
         return keras_file.load(path)
+    if fmt == "sentence_transformers":
+        return sentence_transformers.load_encoder(path, config)
     return _MODULES[fmt].load(path, config)
 
 

@@ -5,6 +5,7 @@ from keras_bert_core.layers.attention import MultiHeadSelfAttention, attention_b
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
 from keras_bert_core.layers.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
 from keras_bert_core.layers.layer_norm import LayerNorm
+from keras_bert_core.layers.pooling import SentencePooling
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "attention_bias",
     "document_positions",
     "LayerNorm",
+    "SentencePooling",
     "ClassificationHead",
     "MaskedLMHead",
     "SpanLabelingHead",

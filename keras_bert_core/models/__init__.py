@@ -7,6 +7,7 @@ from keras_bert_core.models.distillation import (
     distillation_kl,
     make_distilbert_student,
 )
+from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.models.embedding_losses import (
     ContrastiveLoss,
     CosineSimilarityLoss,
@@ -28,8 +29,8 @@ from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 
-__all__ = ["BertEncoder", "BertClassifier", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
+__all__ = ["BertEncoder", "BertEmbedder", "BertClassifier", "BertMultipleChoice",
+           "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
            "check_vocabularies", "distillation_kl", "make_distilbert_student",
            "enable_lora", "save_lora_weights", "load_lora_weights", "merge_lora",
            "lora_summary", "LoraSummary", "ContrastiveLoss", "CosineSimilarityLoss",

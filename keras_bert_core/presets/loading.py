@@ -28,7 +28,9 @@ def from_preset(path, *, seq_length=None, lower_case=None):
       length and casing;
     - any checkpoint `load_checkpoint` reads (Hugging Face, google-research TF1, Model
       Garden TF2, keras-hub, `.keras`): its encoder (or the task model a `.keras` file
-      holds), with the vocabulary files in its folder. The casing is what those files say
+      holds), with the vocabulary files in its folder; a sentence-transformers folder
+      (`modules.json`): its `BertEmbedder` (pooling, Dense, Normalize, prompts), with its
+      `max_seq_length` and `do_lower_case`. The casing is what those files say
       (`tokenizer_config.json`'s `do_lower_case`, else the normalizer in Hugging Face's
       `tokenizer.json`; keras-hub's `tokenizer.json`), else
       uncased for WordPiece and SentencePiece; the sequence length is the one they state
@@ -147,10 +149,14 @@ def _check_files(path, metadata):
 
 
 def _load_checkpoint(path):
-    from keras_bert_core.checkpoints import keras_file
+    from keras_bert_core.checkpoints import keras_file, sentence_transformers
     from keras_bert_core.checkpoints.loader import detect_format, load_checkpoint
     from keras_bert_core.models import BertEncoder, BertPretrainer
 
+    if sentence_transformers.matches(path):
+        model, folder = sentence_transformers.load(path)
+        return model, folder.transformer, {"seq_length": folder.seq_length,
+                                           "lower_case": folder.lower_case}
     try:
         fmt = detect_format(path)
     except CheckpointError as e:
