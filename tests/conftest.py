@@ -8,6 +8,29 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
+# A slow test counts as this many ordinary ones when files are ordered for the workers.
+SLOW_TEST_WEIGHT = 40
+
+
+def pytest_configure(config):
+    # pytest-xdist's --dist loadfile hands out files with the most tests first, so a file of
+    # one slow test (kbc demo, multi-worker) came last and one worker ran it while the other
+    # idled; the files keep the order pytest_collection_modifyitems gives them instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items):
+    """Files in order of their expected time, longest first (tests marked `slow` weigh
+    SLOW_TEST_WEIGHT, others 1), so the workers finish together; tests keep their order
+    within a file."""
+    weight = {}
+    for item in items:
+        weight[item.path] = weight.get(item.path, 0) + (
+            SLOW_TEST_WEIGHT if item.get_closest_marker("slow") else 1)
+    first_seen = {path: index for index, path in enumerate(dict.fromkeys(i.path for i in items))}
+    items.sort(key=lambda item: (-weight[item.path], first_seen[item.path]))
+
 
 @pytest.fixture(autouse=True)
 def _reproducible_and_isolated():
