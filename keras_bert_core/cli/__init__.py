@@ -26,9 +26,10 @@ from keras_bert_core.errors import (
 COMMANDS = {
     "vocab": ("vocab", "learn a WordPiece, byte-level BPE or SentencePiece vocabulary"),
     "pretrain": ("pretrain", "pretrain BERT, RoBERTa, ALBERT or DistilBERT on text or TFRecords"),
-    "finetune": ("finetune", "fine-tune on a task: classify, pair, squad, ner, choice"),
+    "finetune": ("finetune", "fine-tune on a task: classify, pair, squad, ner, choice, embed"),
     "distill": ("distill", "distill a fine-tuned model into a smaller student"),
     "evaluate": ("evaluate", "score a fine-tuned model on labeled data"),
+    "embed": ("embed", "the vectors of texts by an embedding model, as .npy or JSON lines"),
     "predict": ("predict", "run a fine-tuned model or an export on texts from a file or stdin"),
     "export": ("export", "export a fine-tuned model as a SavedModel, TFLite files and/or a "
                          "preset folder (kbc.from_preset)"),

@@ -46,7 +46,9 @@ DEFAULT_SEQ_LENGTH = 128
 def add_arguments(parser):
     parser.add_argument("--task", choices=TASK_NAMES,
                         help="classify: a text -> label (CSV/TSV/JSONL); pair: two texts -> "
-                             "label; squad: SQuAD JSON; ner: CoNLL; choice: JSONL")
+                             "label; squad: SQuAD JSON; ner: CoNLL; choice: JSONL; embed: "
+                             "an embedding model on pairs (CSV/TSV/JSONL: anchor, positive[, "
+                             "negative] or text1, text2, score)")
     data = parser.add_argument_group("data sources")
     data.add_argument("--train", metavar="FILE", help="training data")
     data.add_argument("--validation", metavar="FILE", help="validation data, scored each epoch")
@@ -266,7 +268,8 @@ def run(args):
         model = task.build_model(encoder, preprocessor)
         if args.lora:  # a resumed run too: its backup holds the adapters
             enable_lora_of(args, model)
-        compile_for_training(model, training, args.epochs * steps_per_epoch)
+        compile_for_training(model, training, args.epochs * steps_per_epoch,
+                             **task.compile_arguments())
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
     if args.resume:
         run_dir = RunDirectory(path, strategy)

@@ -118,3 +118,28 @@ def _load_preset(path):
                         f"fine-tune it first: kbc finetune --checkpoint {path} ...")
     model, preprocessor = from_preset(path)
     return model, task_for(settings["name"], settings), preprocessor
+
+
+def load_embedder(path):
+    """`(model, task)` of an embedding model (`BertEmbedder`) as `kbc embed` and `kbc evaluate`
+    take it: a `kbc finetune --task embed` run, its model.keras or preset, or any model
+    `kbc.from_preset` reads as an embedder (a sentence-transformers folder, a `.keras`
+    file)."""
+    from keras_bert_core.errors import CheckpointError
+    from keras_bert_core.models.embedder import BertEmbedder
+    from keras_bert_core.presets import from_preset, is_preset
+    from keras_bert_core.presets.runs import find_run
+    from keras_bert_core.tasks.fine_tuning import TASKS
+
+    if is_preset(path) or find_run(path) is not None:
+        model, task, _ = load_finetuned(path)
+    else:
+        try:
+            model, _ = from_preset(path)
+        except (CheckpointError, ValueError) as e:
+            raise UserError(str(e)) from None
+        task = TASKS["embed"](dict(getattr(model, "task_settings", None) or {}))
+    if not isinstance(model, BertEmbedder):
+        raise UserError(f"{path} holds a {type(model).__name__}, not an embedding model; "
+                        f"fine-tune one: kbc finetune --task embed --checkpoint {path} ...")
+    return model, task

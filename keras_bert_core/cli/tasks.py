@@ -11,7 +11,7 @@ import sys
 from keras_bert_core.cli import UserError
 
 # `kbc finetune --task` names (`fine_tuning.TASKS`, which loads TensorFlow).
-TASK_NAMES = ("choice", "classify", "ner", "pair", "squad")
+TASK_NAMES = ("choice", "classify", "embed", "ner", "pair", "squad")
 # Task options and their defaults (`fine_tuning.DEFAULT_SETTINGS`); `evaluate` and `predict`
 # default to the training run's.
 DATA_OPTIONS = {

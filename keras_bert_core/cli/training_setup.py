@@ -58,9 +58,10 @@ def training_scope(options, strategy):
         keras.config.set_dtype_policy(previous)
 
 
-def compile_for_training(model, options, num_train_steps):
-    """Compiles a task model with its default loss and `--optimizer` (BERT's AdamW or LAMB)
-    on a warmup + linear decay schedule, with XLA if `--xla` (`options`: `TrainingOptions`).
+def compile_for_training(model, options, num_train_steps, **compile_arguments):
+    """Compiles a task model with its default loss (or `compile_arguments`' loss, from its
+    task) and `--optimizer` (BERT's AdamW or LAMB) on a warmup + linear decay schedule, with
+    XLA if `--xla` (`options`: `TrainingOptions`).
 
     `num_train_steps` counts batches; with `--accumulation-steps N` every N batches make one
     update, and the schedule warms up and decays over the updates (a last incomplete group
@@ -77,4 +78,5 @@ def compile_for_training(model, options, num_train_steps):
                                  int(options.warmup_fraction * updates),
                                  optimizer=options.optimizer,
                                  gradient_accumulation_steps=accumulation)
-    model.compile(optimizer=optimizer, jit_compile=True if options.xla else "auto")
+    model.compile(optimizer=optimizer, jit_compile=True if options.xla else "auto",
+                  **compile_arguments)

@@ -62,6 +62,11 @@ class Task:
         (`TaskModel.task_settings`), so that its `.keras` file answers by itself."""
         raise NotImplementedError
 
+    def compile_arguments(self):
+        """`compile` arguments the task's model trains with besides its defaults (e.g. a
+        loss that depends on the data); the optimizer comes from the training options."""
+        return {}
+
     def model_arguments(self, preprocessor):
         """What every task model is built with besides its encoder and head."""
         return {"preprocessor": preprocessor, "task_settings": dict(self.settings)}

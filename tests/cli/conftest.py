@@ -120,3 +120,14 @@ def run_preset(classify_run, tmp_path_factory):
     with mock.patch.dict(os.environ):
         _kbc("export", classify_run, "-o", output, "--format", "preset")
     return output / "preset"
+
+
+@pytest.fixture(scope="session")
+def embed_run(tmp_path_factory, tiny_config):
+    """A tiny embedding model fine-tuned on pairs (`kbc finetune --task embed`), validated on
+    its own pairs."""
+    run_dir = tmp_path_factory.mktemp("runs") / "embed"
+    _kbc("finetune", "--task", "embed", "--train", DATA / "pairs.csv", "--validation",
+         DATA / "pairs.csv", "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 16,
+         "--batch-size", 4, "--epochs", 1, "--learning-rate", 1e-3, "--run-dir", run_dir)
+    return run_dir

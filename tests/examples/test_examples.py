@@ -19,6 +19,7 @@ CASES = {
     "distributed_training.py": (["--run-dir", "{tmp}"], "MirroredStrategy: 2 replica(s)"),
     "export_and_serve.py": (["--output", "{tmp}"], "max |SavedModel - Keras|"),
     "tflite_inference.py": (["--output", "{tmp}/model.tflite"], "Keras says"),
+    "semantic_search.py": ([], "top match 1: "),
 }
 
 

@@ -1,6 +1,8 @@
 """Embedding tasks' data and metrics: pairs files, batches without repeated texts, BEIR-style
 retrieval sets, and retrieval / similarity metrics against numbers computed by hand."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -173,3 +175,30 @@ def test_repeated_ids_are_named(tmp_path):
     with pytest.raises(DataError, match=r"corpus.csv, line 4, column 'id': id 'd1' is already "
                                         "on line 2"):
         load_retrieval(queries, corpus, qrels)
+
+
+def test_the_embed_task_trains_scored_pairs_with_the_cosine_loss():
+    import keras_bert_core as kbc
+    from keras_bert_core.models.embedding_losses import CosineSimilarityLoss
+    from keras_bert_core.tasks.fine_tuning import TASKS
+
+    data_folder = pathlib.Path(__file__).parents[1] / "text" / "data" / "tasks"
+    task = TASKS["embed"]({"seq_length": 16})
+    pairs = task.load(data_folder / "pairs.csv")
+    task.learn_labels(pairs)
+    assert task.compile_arguments() == {}  # the model's default: ContrastiveLoss
+    scored = task.load(data_folder / "similarity.tsv")  # sentence1, sentence2, score
+    task.learn_labels(scored)
+    assert task.settings["pair_columns"] == ["sentence1", "sentence2"]
+    assert isinstance(task.compile_arguments()["loss"], CosineSimilarityLoss)
+    preprocessor = kbc.BertPreprocessor(str(data_folder / "vocab.txt"), seq_length=16)
+    model = task.build_model(kbc.BertEncoder(kbc.BertConfig.preset(
+        "tiny", vocab_size=preprocessor.tokenizer.vocabulary_size(),
+        max_position_embeddings=16)), preprocessor)
+    model.compile(optimizer="sgd", **task.compile_arguments())
+    dataset, rows = task.dataset(scored, preprocessor, 2, training=True, seed=0)
+    (columns, scores), = dataset.take(1)
+    assert len(columns) == 2 and columns[0].shape == (2,) and scores.dtype == "float32"
+    history = model.fit(dataset, epochs=1, shuffle=False, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert set(task.evaluate(model, scored)) == {"spearman"}

@@ -7,6 +7,9 @@
   relevance) into `RetrievalData`;
 - `metrics`: `retrieval_metrics` (recall@k, MRR@10, nDCG@10 over a corpus of any size) and
   `similarity_correlation` (Spearman of cosine similarities with gold scores);
+- `fine_tuning`: `Embed`, the task `kbc finetune --task embed` runs (`BertEmbedder` on
+  pairs: the contrastive loss, or the cosine-similarity loss on scored pairs), and
+  `score_embedder`, its metrics;
 - `serving`: `SentenceEmbedding` serves a bare encoder as a text embedding model.
 """
 
@@ -17,9 +20,13 @@ from keras_bert_core.tasks.embedding.metrics import (
     top_documents,
 )
 from keras_bert_core.tasks.embedding.pairs import PairsData, load_pairs, unique_text_batches
-from keras_bert_core.tasks.embedding.retrieval import RetrievalData, load_retrieval
+from keras_bert_core.tasks.embedding.retrieval import (
+    RetrievalData,
+    load_retrieval,
+    retrieval_from_pairs,
+)
 from keras_bert_core.tasks.embedding.serving import SentenceEmbedding
 
 __all__ = ["PairsData", "RetrievalData", "SentenceEmbedding", "load_pairs", "load_retrieval",
-           "retrieval_metrics", "similarity_correlation", "spearman", "top_documents",
-           "unique_text_batches"]
+           "retrieval_from_pairs", "retrieval_metrics", "similarity_correlation", "spearman",
+           "top_documents", "unique_text_batches"]

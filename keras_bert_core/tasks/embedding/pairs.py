@@ -15,7 +15,8 @@ from keras_bert_core.tasks.records import field, read_records, text_field
 
 # The columns of each kind of pairs file, the optional ones last.
 PAIR_COLUMNS = ("anchor", "positive", "negative")
-SCORED_COLUMNS = ("text1", "text2")
+# The text columns of scored pairs: ours, or those of STS-B and sentence-transformers' data.
+SCORED_COLUMNS = (("text1", "text2"), ("sentence1", "sentence2"))
 SCORE_COLUMN = "score"
 
 
@@ -51,7 +52,8 @@ def load_pairs(path, columns=None, score_column=None, file_format=None):
     """Reads training pairs from a CSV, TSV or JSON-lines file with named columns.
 
     Without `columns`, the first record decides: with a `score` field, the columns are
-    `text1`, `text2` and `score`; else `anchor`, `positive` and, if present, `negative`.
+    `text1`, `text2` (or `sentence1`, `sentence2`) and `score`; else `anchor`, `positive`
+    and, if present, `negative`.
 
     Args:
         path: the file.
@@ -80,7 +82,7 @@ def load_pairs(path, columns=None, score_column=None, file_format=None):
         if texts is None:
             if columns is None:
                 score_column = SCORE_COLUMN if SCORE_COLUMN in record else None
-                columns = SCORED_COLUMNS if score_column else tuple(
+                columns = _scored_columns(record) if score_column else tuple(
                     name for name in PAIR_COLUMNS if name != "negative" or name in record)
             columns = tuple(columns)
             if len(columns) < 2:
@@ -98,6 +100,10 @@ def load_pairs(path, columns=None, score_column=None, file_format=None):
         raise DataError("no pairs (only a header?)", path=path)
     return PairsData(texts, columns,
                      None if score_column is None else np.array(scores, "float32"))
+
+
+def _scored_columns(record):
+    return next((names for names in SCORED_COLUMNS if names[0] in record), SCORED_COLUMNS[0])
 
 
 def _score(value, path, line, column):

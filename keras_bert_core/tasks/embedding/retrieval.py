@@ -115,3 +115,29 @@ def load_retrieval(queries_path, corpus_path, relevance_path):
                             f"{corpus_path} (by {relevance_path})", path=queries_path,
                             line=query_lines[key])
     return RetrievalData(query_ids, queries, document_ids, documents, relevant)
+
+
+def retrieval_from_pairs(pairs):
+    """A retrieval set made of pairs (`PairsData`): the distinct anchors are the queries,
+    the distinct texts of the other columns the corpus, and each anchor's positives its
+    relevant documents (its negatives, and everyone else's texts, are there to be missed).
+
+    Example:
+    >>> from keras_bert_core.tasks.embedding.pairs import PairsData
+    >>> data = retrieval_from_pairs(PairsData((["q1", "q2", "q1"], ["d1", "d2", "d3"],
+    ...                                        ["d2", "d1", "d4"]), ("a", "p", "n")))
+    >>> data.queries, data.documents, data.relevant
+    (['q1', 'q2'], ['d1', 'd2', 'd3', 'd4'], [{0, 2}, {1}])
+    """
+    documents = {}
+    for row in zip(*pairs.columns[1:], strict=True):
+        for text in row:
+            documents.setdefault(text, len(documents))
+    queries = {}
+    for anchor in pairs.columns[0]:
+        queries.setdefault(anchor, len(queries))
+    relevant = [set() for _ in queries]
+    for anchor, positive in zip(pairs.columns[0], pairs.columns[1], strict=True):
+        relevant[queries[anchor]].add(documents[positive])
+    return RetrievalData(list(queries), list(queries), list(documents), list(documents),
+                         relevant)

@@ -1,0 +1,109 @@
+"""`Embed`: fine-tuning an embedding model (`BertEmbedder`) on pairs, as `kbc finetune --task
+embed` runs it: the contrastive loss with in-batch negatives on (anchor, positive[,
+negative]) pairs, the cosine-similarity loss on scored pairs; scored by retrieval metrics
+(or Spearman's correlation for scored pairs)."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_core.errors import DataError
+from keras_bert_core.models.embedder import BertEmbedder
+from keras_bert_core.models.embedding_losses import CosineSimilarityLoss
+from keras_bert_core.tasks.embedding.metrics import retrieval_metrics, similarity_correlation
+from keras_bert_core.tasks.embedding.pairs import (
+    SCORE_COLUMN,
+    PairsData,
+    load_pairs,
+    unique_text_batches,
+)
+from keras_bert_core.tasks.embedding.retrieval import RetrievalData, retrieval_from_pairs
+from keras_bert_core.tasks.task import Task
+
+
+def embed_texts(model, texts, batch_size=32, prompt_name=None):
+    """float32 [len(texts), dim] vectors of `texts` by `model` (a `BertEmbedder`), with its
+    prompt `prompt_name` when it has one by that name."""
+    prompts = getattr(model, "prompts", None) or {}
+    chosen = {"prompt_name": prompt_name} if prompt_name in prompts else {}
+    return np.asarray(model.predict(list(texts), batch_size=batch_size, verbose=0, **chosen),
+                      "float32")
+
+
+def score_embedder(model, data, batch_size=32):
+    """Metrics of `model` on `data`: retrieval metrics (recall@1, recall@10, MRR@10,
+    nDCG@10) for a `RetrievalData` or unscored pairs (each anchor retrieves its positives
+    among all the pairs' texts), Spearman's correlation of the cosine similarities with the
+    scores of scored pairs."""
+    if isinstance(data, PairsData) and data.scored:
+        first, second = (embed_texts(model, column, batch_size) for column in data.columns[:2])
+        return {"spearman": similarity_correlation(first, second, data.scores)}
+    if isinstance(data, PairsData):
+        data = retrieval_from_pairs(data)
+    queries = embed_texts(model, data.queries, batch_size, prompt_name="query")
+    documents = embed_texts(model, data.documents, batch_size, prompt_name="document")
+    return retrieval_metrics(queries, documents, data.relevant, ks=(1, 10))
+
+
+class Embed(Task):
+    """Embedding pairs (CSV, TSV or JSON lines, `load_pairs`, which finds the columns: anchor,
+    positive[, negative], or text1, text2, score). The training file's kind is the task's
+    settings `pair_columns` and `score_column`: scored pairs train with the
+    cosine-similarity loss. Any kind of file scores a model (`evaluate`)."""
+
+    name = "embed"
+
+    def load(self, path, labeled=True):
+        if not labeled:
+            raise DataError("embed predictions read text lines (a .txt file or standard "
+                            "input), one text a line", path=path)
+        return load_pairs(path)
+
+    def from_lines(self, lines):
+        return PairsData((list(lines),), ("text",))
+
+    def check_data(self, data, source):
+        if not isinstance(data, (PairsData, RetrievalData)):
+            raise DataError(f"{source} holds no text pairs: --task embed reads pairs files "
+                            "(anchor, positive[, negative] or text1, text2, score)")
+
+    def learn_labels(self, data):
+        self.settings["pair_columns"] = list(data.names)
+        self.settings["score_column"] = SCORE_COLUMN if data.scored else None
+
+    def compile_arguments(self):
+        return {"loss": CosineSimilarityLoss()} if self.settings.get("score_column") else {}
+
+    def build_model(self, encoder, preprocessor=None):
+        return BertEmbedder(encoder, **self.model_arguments(preprocessor))
+
+    def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
+        """Batches of `((column, ...), scores)` texts (zeros for unscored pairs; the model
+        preprocesses them); training batches hold no text twice (`unique_text_batches`),
+        and come in a shuffled order each epoch."""
+        if training:
+            batches = unique_text_batches(data.columns, batch_size, seed=seed)
+            if not batches and len(data) >= batch_size:
+                raise DataError(f"{len(data)} pairs make no batch of {batch_size} without a "
+                                "text twice in it; lower --batch-size")
+            order = np.array([index for batch in batches for index in batch], "int64")
+        else:
+            order = np.arange(len(data))
+        columns = tuple(np.array(column, dtype=object)[order] for column in data.columns)
+        scores = data.scores[order] if data.scored else np.zeros(len(order), "float32")
+        dataset = tf.data.Dataset.from_tensor_slices((columns, scores)).batch(
+            batch_size, drop_remainder=training)
+        if training:  # whole batches, so none gets a text twice
+            dataset = dataset.shuffle(max(len(order) // batch_size, 1), seed=seed,
+                                      reshuffle_each_iteration=True)
+        return dataset.prefetch(tf.data.AUTOTUNE), len(order)
+
+    def _evaluate(self, model, data, preprocessor, batch_size):
+        return score_embedder(model, data, batch_size)
+
+    def _predict(self, model, data, preprocessor, batch_size):
+        vectors = embed_texts(model, data.columns[0], batch_size)
+        return [{"text": text, "vector": vector.tolist()}
+                for text, vector in zip(data.columns[0], vectors, strict=True)]
+
+    def serving_requests(self, data, count):
+        return [{"text": text} for text in data.columns[0][:count]]
