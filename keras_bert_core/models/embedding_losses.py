@@ -52,6 +52,8 @@ class EmbeddingLoss(keras.losses.Loss):
     that take no labels (`needs_labels` False); the others say they need them."""
 
     needs_labels = False
+    # Whether `call` gathers from every replica under `tf.distribute` (see `TaskModel`).
+    synchronizes_replicas = False
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         if y_true is None:
@@ -96,6 +98,8 @@ class ContrastiveLoss(EmbeddingLoss):
     >>> round(float(loss(np.zeros(2), swapped)), 2)
     17.91
     """
+
+    synchronizes_replicas = True  # the global batch's candidates
 
     def __init__(self, scale=20.0, symmetric=False, reduction="sum_over_batch_size",
                  name="contrastive_loss", dtype=None):
@@ -235,6 +239,7 @@ class MatryoshkaLoss(EmbeddingLoss):
         self.dims = dims
         self.weights = weights
         self.needs_labels = loss.needs_labels
+        self.synchronizes_replicas = loss.synchronizes_replicas
 
     def call(self, y_true, y_pred):
         width = y_pred.shape[-1]

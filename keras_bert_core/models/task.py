@@ -1,6 +1,8 @@
 """`TaskModel`: what every task model shares: the encoder, default training settings, config,
 and an optional preprocessor that lets `fit`, `evaluate` and `predict` take raw text."""
 
+import warnings
+
 import keras
 import tensorflow as tf
 
@@ -44,7 +46,10 @@ class TaskModel(keras.Model):
     more replicas (mirrored, multi-worker; not TPU, which compiles by itself), a task model
     instead compiles each replica's forward and backward pass on its own device and applies
     the gradients, all-reduce included, outside XLA: `model.jit_compile` is then `False`
-    (Keras's whole-step XLA is off) and `model.jit_compile_per_replica` is `True`.
+    (Keras's whole-step XLA is off) and `model.jit_compile_per_replica` is `True`. A loss
+    that gathers from every replica (`synchronizes_replicas`: `ContrastiveLoss`'s
+    global-batch negatives) cannot run inside one replica's XLA step: such a model trains
+    without XLA under the strategy, with a warning.
 
     Raw text: a task model may carry a `preprocessor`, any Keras layer (or callable) that
     maps a batch of strings, or a tuple `(first, second)` of batches for pairs, to the dict
@@ -313,6 +318,11 @@ class TaskModel(keras.Model):
         self.jit_compile_per_replica = bool(
             self.jit_compile and strategy.num_replicas_in_sync > 1
             and not isinstance(strategy, tf.distribute.TPUStrategy))
+        if self.jit_compile_per_replica and getattr(self.loss, "synchronizes_replicas", False):
+            warnings.warn(f"{type(self.loss).__name__} gathers from every replica, which a "
+                          "replica's own XLA step cannot: training without XLA under "
+                          f"{type(strategy).__name__}", stacklevel=2)
+            self.jit_compile_per_replica = self.jit_compile = False
         if self.jit_compile_per_replica:
             self.jit_compile = False
             self._replica_gradients = tf.function(

@@ -12,9 +12,12 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
+import warnings  # noqa: E402
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+import keras_bert_core as kbc  # noqa: E402
 from keras_bert_core.models.embedding_losses import ContrastiveLoss  # noqa: E402
 from tests.training.toys import write_result  # noqa: E402
 
@@ -43,6 +46,19 @@ def train(strategy, initial, symmetric):
     return history.history["loss"], model.get_weights()
 
 
+def embedder_jit_compile(strategy):
+    """What an embedder compiled with `jit_compile=True` under `strategy` runs, and the
+    warnings: the per-replica XLA step cannot hold the loss's cross-replica gather."""
+    with strategy.scope(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=16, num_layers=1,
+                                                        max_position_embeddings=8))
+        model = kbc.BertEmbedder(encoder)
+        model.compile(jit_compile=True)
+    return {"jit_compile": [model.jit_compile, model.jit_compile_per_replica],
+            "warnings": [str(w.message) for w in caught if "gathers" in str(w.message)]}
+
+
 def closed_form(vectors, scale=5.0):
     """The forward contrastive loss of one batch in numpy: the mean over anchors."""
     unit = vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
@@ -58,7 +74,8 @@ def main(result_path):
     keras.utils.set_random_seed(0)
     initial = tiny_model().get_weights()
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    result = {"replicas": mirrored.num_replicas_in_sync}
+    result = {"replicas": mirrored.num_replicas_in_sync,
+              "embedder_under_xla": embedder_jit_compile(mirrored)}
     for symmetric in (False, True):
         single_losses, single_weights = train(tf.distribute.get_strategy(), initial, symmetric)
         mirrored_losses, mirrored_weights = train(mirrored, initial, symmetric)

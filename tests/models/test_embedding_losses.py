@@ -156,3 +156,6 @@ def test_two_replicas_train_as_one_device_with_the_global_batch(tmp_path):
     first = result["symmetric=False"]["mirrored"][0]
     np.testing.assert_allclose(first, result["global_closed_form"], rtol=1e-5)
     assert abs(first - result["per_replica_closed_form"]) > 0.1
+    # --xla under the strategy: no per-replica XLA step (it cannot gather), said once.
+    assert result["embedder_under_xla"]["jit_compile"] == [False, False]
+    assert len(result["embedder_under_xla"]["warnings"]) == 1
