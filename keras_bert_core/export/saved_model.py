@@ -34,7 +34,8 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         task: the `ServingTask` that reads the texts and shapes the answers.
         signatures: which functions to build, among `SIGNATURES`: `serving_default` (raw
             text in, answers out), `predict_ids` (encoder inputs in, answers out) and
-            `tokenize` (raw text in, encoder inputs out).
+            `tokenize` (raw text in, encoder inputs out), and the task's
+            `prompt_signatures` (raw text in, the prompt put before it, answers out).
         static_shape: pad to `preprocessor.seq_length` (for TFLite delegates that need
             fixed shapes) instead of to the longest sequence of the batch, rounded up to
             a multiple of 8.
@@ -72,22 +73,32 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         # once, and traces, loads and warms up faster.
         encode = tf.function(encode, autograph=False)
 
-    def serving_default(texts):
-        texts = limited(texts)
-        features, offsets = encode(texts)
-        features, outputs = answer(features)
-        outputs.update(task.offset_outputs(outputs, features, offsets))
-        if text_outputs:
-            outputs.update(task.text_outputs(outputs, features, texts, offsets))
-        return outputs
+    def prompted(texts, prompt):
+        if not prompt:
+            return texts
+        return {name: tf.strings.join([prompt, value]) for name, value in texts.items()}
+
+    def serving(prompt):
+        def serve(texts):
+            texts = prompted(limited(texts), prompt)
+            features, offsets = encode(texts)
+            features, outputs = answer(features)
+            outputs.update(task.offset_outputs(outputs, features, offsets))
+            if text_outputs:
+                outputs.update(task.text_outputs(outputs, features, texts, offsets))
+            return outputs
+
+        return serve
 
     def tokenize(texts):
-        return encode(limited(texts))[0]
+        return encode(prompted(limited(texts), task.default_prompt))[0]
 
     seq_length = preprocessor.seq_length if static_shape else None
-    functions = {"serving_default": (serving_default, task.text_specs()),
+    functions = {"serving_default": (serving(task.default_prompt), task.text_specs()),
                  "predict_ids": (predict_ids, task.ids_specs(seq_length)),
-                 "tokenize": (tokenize, task.text_specs())}
+                 "tokenize": (tokenize, task.text_specs()),
+                 **{name: (serving(prompt), task.text_specs())
+                    for name, prompt in task.prompt_signatures.items()}}
     concrete = {name: tf.function(functions[name][0], input_signature=[functions[name][1]],
                                   autograph=False).get_concrete_function()
                 for name in signatures}
@@ -133,11 +144,15 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
       `question` and `context` for a span labeler; `text` and `choices` for multiple
       choice), the task's answers out: probabilities, `label` (and `label_name`) for a
       classifier; the best span and its `answer` text for a span labeler; `tags` per
-      wordpiece and per word for a token classifier; `pooled_output` and `mean_embedding`
-      for a bare encoder.
+      wordpiece and per word for a token classifier; `embedding` for a `BertEmbedder`
+      (its vectors, normalized where it normalizes, its default prompt before the
+      texts); `pooled_output` and `mean_embedding` for a bare encoder.
+    - an embedder with prompts: one more signature per prompt name (e.g. `query`,
+      `document`), as `serving_default` with that prompt before the texts.
     - `predict_ids`: int32 `token_ids`, `segment_ids`, `padding_mask` in, the same answers
       out but those that need the text.
-    - `tokenize`: raw strings in, the int32 encoder inputs out.
+    - `tokenize`: raw strings in, the int32 encoder inputs out (an embedder's default
+      prompt before the texts).
 
     Each batch is padded to its longest sequence, rounded up to a multiple of 8, at most
     `preprocessor.seq_length`. The tokenizer's files travel as assets, with its casing in
@@ -214,6 +229,7 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
     _check_destination(export_dir, overwrite)
 
     module, signatures = serving_module(model, preprocessor, task,
+                                        SIGNATURES + tuple(task.prompt_signatures),
                                         max_batch_size=max_batch_size,
                                         max_text_bytes=max_text_bytes)
     os.makedirs(os.path.dirname(os.path.abspath(export_dir)), exist_ok=True)

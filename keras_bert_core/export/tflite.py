@@ -53,6 +53,10 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, width]` (`[batch,
     seq_length]` with `static_shape=True`).
 
+    An embedder (`BertEmbedder`) answers `embedding`, its vectors for the texts as given:
+    a prompt is put before each text by the app (a model with a default prompt is
+    refused, naming it).
+
     Text in works with WordPiece (BERT, DistilBERT) and SentencePiece (ALBERT)
     preprocessors. A byte-level BPE (RoBERTa) preprocessor takes `inputs="ids"` only: its
     tokenizer's ops (`BPE_TFLITE_BLOCKING_OPS`: a regex split, string and hash-table ops)
@@ -157,6 +161,12 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
             f"TFLite ops ({', '.join(BPE_TFLITE_BLOCKING_OPS)}). Export with inputs='ids' "
             "(token_ids, segment_ids, padding_mask in) and tokenize in the app, e.g. with "
             "Hugging Face tokenizers; or serve raw text with export_saved_model.")
+    if task.default_prompt and inputs == "text":
+        raise ValueError(
+            f"{model.name!r} puts its default prompt {task.default_prompt!r} before each "
+            "text, which a .tflite file cannot do (TFLite has no string ops): set the "
+            "model's default_prompt_name to None to export texts as given, and put the "
+            "prompt before each text in the app")
     calibration = _calibration_rows(task, quantize, calibration_texts)
     if preprocessor.tokenizer_kind == BYTE_PAIR:
         # Ids in: the tokenizer runs only in Python, to calibrate int8 on ids.

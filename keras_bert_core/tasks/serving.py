@@ -35,6 +35,11 @@ class ServingTask:
     the wordpieces' byte offsets, computed with TFLite builtin ops) and `text_outputs`
     (answers that cut the text itself, SavedModel only: TFLite has no string slicing).
 
+    Prompts (embedding models): `default_prompt` is put before every text of
+    `serving_default`; `prompt_signatures` maps further text signatures (e.g. `query`,
+    `document`) to the prompt each puts before the texts. The writers build those
+    signatures as `serving_default`, with their prompt.
+
     Args:
         pairs: the texts come in pairs, inputs `text_a` and `text_b`, packed into one row.
 
@@ -42,6 +47,9 @@ class ServingTask:
     >>> ServingTask(pairs=True).text_inputs
     ('text_a', 'text_b')
     """
+
+    default_prompt = ""
+    prompt_signatures = {}
 
     def __init__(self, pairs=False):
         self.pairs = pairs

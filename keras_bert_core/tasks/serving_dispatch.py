@@ -7,12 +7,13 @@ imports them.
 import keras
 
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.models.encoder import INPUT_NAMES, BertEncoder
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.tasks.classification import Classification, Regression
-from keras_bert_core.tasks.embedding.serving import SentenceEmbedding
+from keras_bert_core.tasks.embedding.serving import SentenceEmbedding, TextEmbedding
 from keras_bert_core.tasks.multiple_choice import MultipleChoice
 from keras_bert_core.tasks.question_answering import SpanQuestionAnswering
 from keras_bert_core.tasks.serving import RawOutputs
@@ -24,8 +25,9 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
     """The `ServingTask` for a model, chosen by its class.
 
     Args:
-        model: a package task model, a `BertEncoder`, or any Keras model that takes the
-            encoder inputs (served by `RawOutputs`).
+        model: a package task model (a `BertEmbedder`: `TextEmbedding`, its prompts
+            included), a `BertEncoder`, or any Keras model that takes the encoder inputs
+            (served by `RawOutputs`).
         preprocessor: the `BertPreprocessor` the model was trained with.
         pairs: for classifiers, encoders and other models: serve text pairs (`text_a`,
             `text_b`). Span labelers always read `question` and `context`, multiple
@@ -65,6 +67,10 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
         special_ids = (preprocessor.cls_id, preprocessor.sep_id, preprocessor.pad_id)
         return TokenTagging(preprocessor.vocabulary, special_ids, label_names,
                             continues_word=preprocessor.tokenizer.continues_word)
+    if isinstance(model, BertEmbedder):
+        if pairs:
+            raise ValueError("pairs is not for embedders: each text is embedded alone")
+        return TextEmbedding(model.prompt(), model.prompts)
     if isinstance(model, BertClassifier):
         return Regression(pairs) if num_classes == 1 else Classification(label_names, pairs)
     if isinstance(model, BertEncoder):

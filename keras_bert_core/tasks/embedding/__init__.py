@@ -10,7 +10,8 @@
 - `fine_tuning`: `Embed`, the task `kbc finetune --task embed` runs (`BertEmbedder` on
   pairs: the contrastive loss, or the cosine-similarity loss on scored pairs), and
   `score_embedder`, its metrics;
-- `serving`: `SentenceEmbedding` serves a bare encoder as a text embedding model.
+- `serving`: `TextEmbedding` serves a `BertEmbedder`'s vectors (with its prompts),
+  `SentenceEmbedding` a bare encoder as a text embedding model.
 """
 
 from keras_bert_core.tasks.embedding.metrics import (
@@ -25,8 +26,8 @@ from keras_bert_core.tasks.embedding.retrieval import (
     load_retrieval,
     retrieval_from_pairs,
 )
-from keras_bert_core.tasks.embedding.serving import SentenceEmbedding
+from keras_bert_core.tasks.embedding.serving import SentenceEmbedding, TextEmbedding
 
-__all__ = ["PairsData", "RetrievalData", "SentenceEmbedding", "load_pairs", "load_retrieval",
-           "retrieval_from_pairs", "retrieval_metrics", "similarity_correlation", "spearman",
-           "top_documents", "unique_text_batches"]
+__all__ = ["PairsData", "RetrievalData", "SentenceEmbedding", "TextEmbedding", "load_pairs",
+           "load_retrieval", "retrieval_from_pairs", "retrieval_metrics",
+           "similarity_correlation", "spearman", "top_documents", "unique_text_batches"]
