@@ -27,6 +27,7 @@ from keras_bert_core.cli.run_dir import (
     default_run_dir,
 )
 from keras_bert_core.cli.tasks import (
+    EMBED_LOSSES,
     TASK_NAMES,
     add_data_options,
     data_settings,
@@ -63,6 +64,7 @@ def add_arguments(parser):
     parser.add_argument("--regression", action="store_true",
                         help="classify/pair: the label is a number (a score, as STS-B's): "
                              "the model predicts it (mean squared error) instead of a class")
+    add_embed_options(parser)
     add_vocab_options(parser, seq_length=None,
                       seq_length_help=f"(default: the length --checkpoint was trained with, "
                                       f"if it is a preset or a fine-tuning or distillation "
@@ -81,6 +83,21 @@ def add_arguments(parser):
                         help="passes over the training data")
     add_lora_options(parser)
     add_run_options(parser)
+
+
+def add_embed_options(parser):
+    group = parser.add_argument_group("embedding models (--task embed)")
+    group.add_argument("--loss", choices=EMBED_LOSSES,
+                       help="contrastive: in-batch negatives (and a negative column's); "
+                            "symmetric: also each positive finds its anchor; triplet: anchor, "
+                            "positive, negative with a margin; cosine: scored pairs. Default: "
+                            "cosine for scored pairs, else contrastive")
+    group.add_argument("--scale", type=positive_float,
+                       help="contrastive and symmetric: the factor on cosine similarities "
+                            "(1 / temperature; default 20)")
+    group.add_argument("--matryoshka-dims", type=positive_int, nargs="+", metavar="DIM",
+                       help="also train the vectors cut to each of these widths (Matryoshka), "
+                            "so they can be cut to save memory, e.g. 384 256 128 64")
 
 
 def add_lora_options(parser):
@@ -226,6 +243,16 @@ def regression_setting(args):
     return {"regression": True}
 
 
+def embedding_settings(args):
+    """The task settings the embedding options give (`--task embed` only)."""
+    settings = {name: getattr(args, name) for name in ("loss", "scale", "matryoshka_dims")
+                if getattr(args, name) is not None}
+    if settings and args.task != "embed":
+        given = ", ".join("--" + name.replace("_", "-") for name in settings)
+        raise UserError(f"{given}: for --task embed, not {args.task}")
+    return settings
+
+
 def run(args):
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
@@ -236,7 +263,8 @@ def run(args):
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
     check_lora_options(args)
-    regression = {} if args.resume else regression_setting(args)
+    task_options = {} if args.resume else {**regression_setting(args),
+                                            **embedding_settings(args)}
     if args.seq_length is None:
         args.seq_length = _checkpoint_seq_length(args.checkpoint) or DEFAULT_SEQ_LENGTH
     training = TrainingOptions.from_args(args)
@@ -253,7 +281,7 @@ def run(args):
     # A resumed run keeps the labels it learned: the model's outputs are numbered by them.
     task = task_for(args.task, saved["task"] if saved else {
         **data_settings(args), "seq_length": args.seq_length,
-        "lower_case": preprocessor.lower_case, **regression})
+        "lower_case": preprocessor.lower_case, **task_options})
     train, validation = _load_data(args, task, learn_labels=not args.resume)
     train_dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                        seed=args.seed)

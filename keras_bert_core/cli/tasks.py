@@ -12,6 +12,8 @@ from keras_bert_core.cli import UserError
 
 # `kbc finetune --task` names (`fine_tuning.TASKS`, which loads TensorFlow).
 TASK_NAMES = ("choice", "classify", "embed", "ner", "pair", "squad")
+# `kbc finetune --task embed --loss` names (`tasks.embedding.fine_tuning.LOSSES`).
+EMBED_LOSSES = ("contrastive", "symmetric", "triplet", "cosine")
 # Task options and their defaults (`fine_tuning.DEFAULT_SETTINGS`); `evaluate` and `predict`
 # default to the training run's.
 DATA_OPTIONS = {

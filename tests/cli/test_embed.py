@@ -85,6 +85,23 @@ def test_finetune_names_bad_pairs_in_one_line(kbc, tmp_path, text, message):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--loss", "triplet"], "the triplet loss needs a third column of negatives; the data has "
+                            "anchor, positive"),
+    (["--matryoshka-dims", "64", "16"], "Matryoshka dims [64, 16] go past the model's "
+                                        "32-value vectors"),
+    (["--task", "classify", "--scale", "5"], "--scale: for --task embed, not classify"),
+    (["--batch-size", "32"], "the training data has 16 rows, fewer than --batch-size 32"),
+])
+def test_finetune_refuses_embedding_options_that_do_not_fit(kbc, tmp_path, tiny_config,
+                                                             options, message):
+    result = kbc("finetune", "--task", "embed", "--train", DATA / "pairs.csv", "--vocab", VOCAB,
+                 "--config", tiny_config, "--seq-length", 16, "--batch-size", 4,
+                 "--run-dir", tmp_path / "run", *options)
+    assert_one_line_error(result, message)
+    assert not (tmp_path / "run").exists()
+
+
 def test_evaluate_names_a_query_without_relevant_document(kbc, embed_run, tmp_path):
     options = retrieval_set(tmp_path, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n"
                                             "q2\td2\t0\n")

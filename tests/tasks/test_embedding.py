@@ -179,14 +179,14 @@ def test_repeated_ids_are_named(tmp_path):
 
 def test_the_embed_task_compiles_scored_pairs_with_the_cosine_loss():
     import keras_bert_core as kbc
-    from keras_bert_core.models.embedding_losses import CosineSimilarityLoss
+    from keras_bert_core.models.embedding_losses import ContrastiveLoss, CosineSimilarityLoss
     from keras_bert_core.tasks.fine_tuning import TASKS
 
     data_folder = pathlib.Path(__file__).parents[1] / "text" / "data" / "tasks"
     task = TASKS["embed"]({"seq_length": 16})
     pairs = task.load(data_folder / "pairs.csv")
     task.learn_labels(pairs)
-    assert task.compile_arguments() == {}  # the model's default: ContrastiveLoss
+    assert type(task.compile_arguments()["loss"]) is ContrastiveLoss
     scored = task.load(data_folder / "similarity.tsv")  # sentence1, sentence2, score
     task.learn_labels(scored)
     assert task.settings["pair_columns"] == ["sentence1", "sentence2"]
@@ -204,3 +204,22 @@ def test_the_embed_task_compiles_scored_pairs_with_the_cosine_loss():
     assert len(columns) == 2 and columns[0].shape == (2,) and scores.dtype == "float32"
     assert set(scores.numpy()) <= set(scored.scores)
     assert set(task.evaluate(model, scored)) == {"spearman"}
+
+
+@pytest.mark.parametrize("settings, columns, message", [
+    ({"loss": "triplet"}, 2, "the triplet loss needs a third column of negatives"),
+    ({"loss": "contrastive"}, "scored", "scored pairs .* train with the cosine loss"),
+    ({"loss": "cosine"}, 3, "the cosine loss needs a score column"),
+    ({"loss": "hinge"}, 2, "unknown embedding loss 'hinge'"),
+])
+def test_the_embed_task_refuses_a_loss_that_does_not_fit_the_data(settings, columns, message):
+    from keras_bert_core.cli.tasks import EMBED_LOSSES
+    from keras_bert_core.tasks.embedding.fine_tuning import LOSSES, Embed
+    from keras_bert_core.tasks.embedding.pairs import PairsData
+
+    assert EMBED_LOSSES == LOSSES  # kbc's --loss choices, kept without TensorFlow
+    data = (PairsData((["a"], ["b"]), ("text1", "text2"), np.ones(1, "float32"))
+            if columns == "scored" else
+            PairsData((["a"], ["b"], ["c"])[:columns], ("anchor", "positive", "negative")))
+    with pytest.raises(ValueError, match=message):
+        Embed(settings).learn_labels(data)

@@ -6,9 +6,14 @@ negative]) pairs, the cosine-similarity loss on scored pairs; scored by retrieva
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.errors import DataError
+from keras_bert_core.errors import ConfigError, DataError
 from keras_bert_core.models.embedder import BertEmbedder
-from keras_bert_core.models.embedding_losses import CosineSimilarityLoss
+from keras_bert_core.models.embedding_losses import (
+    ContrastiveLoss,
+    CosineSimilarityLoss,
+    MatryoshkaLoss,
+    TripletLoss,
+)
 from keras_bert_core.tasks.embedding.metrics import retrieval_metrics, similarity_correlation
 from keras_bert_core.tasks.embedding.pairs import (
     SCORE_COLUMN,
@@ -18,6 +23,10 @@ from keras_bert_core.tasks.embedding.pairs import (
 )
 from keras_bert_core.tasks.embedding.retrieval import RetrievalData, retrieval_from_pairs
 from keras_bert_core.tasks.task import Task
+
+# The losses `kbc finetune --task embed --loss` names (default: cosine for scored pairs,
+# else contrastive).
+LOSSES = ("contrastive", "symmetric", "triplet", "cosine")
 
 
 def embed_texts(model, texts, batch_size=32, prompt_name=None):
@@ -47,8 +56,19 @@ def score_embedder(model, data, batch_size=32):
 class Embed(Task):
     """Embedding pairs (CSV, TSV or JSON lines, `load_pairs`, which finds the columns: anchor,
     positive[, negative], or text1, text2, score). The training file's kind is the task's
-    settings `pair_columns` and `score_column`: scored pairs train with the
-    cosine-similarity loss. Any kind of file scores a model (`evaluate`)."""
+    settings `pair_columns` and `score_column`. Any kind of file scores a model
+    (`evaluate`).
+
+    The loss comes from the settings `loss` (one of `LOSSES`; default: `cosine` for scored
+    pairs, else `contrastive`), `scale` (the contrastive losses') and `matryoshka_dims`
+    (train the vectors cut to each of these widths too: `MatryoshkaLoss`).
+
+    Example:
+    >>> task = Embed({"loss": "symmetric", "scale": 10.0, "matryoshka_dims": [64, 32]})
+    >>> loss = task.compile_arguments()["loss"]
+    >>> type(loss).__name__, type(loss.loss).__name__, loss.loss.symmetric, loss.dims
+    ('MatryoshkaLoss', 'ContrastiveLoss', True, (64, 32))
+    """
 
     name = "embed"
 
@@ -69,12 +89,44 @@ class Embed(Task):
     def learn_labels(self, data):
         self.settings["pair_columns"] = list(data.names)
         self.settings["score_column"] = SCORE_COLUMN if data.scored else None
+        loss, columns = self.loss_name(), ", ".join(data.names)
+        if data.scored and loss != "cosine":
+            raise DataError(f"scored pairs (columns {columns}, score) train with the cosine "
+                            f"loss, not the {loss} loss")
+        if loss == "cosine" and not data.scored:
+            raise DataError(f"the cosine loss needs a score column; the data has {columns}")
+        if loss == "triplet" and len(data.columns) < 3:
+            raise DataError(f"the triplet loss needs a third column of negatives; the data has "
+                            f"{columns}")
+
+    def loss_name(self):
+        """The loss the settings name, or the default for the data's kind."""
+        name = self.settings.get("loss") or ("cosine" if self.settings.get("score_column")
+                                             else "contrastive")
+        if name not in LOSSES:
+            raise ConfigError(f"unknown embedding loss {name!r}; choose from "
+                              f"{', '.join(LOSSES)}")
+        return name
 
     def compile_arguments(self):
-        return {"loss": CosineSimilarityLoss()} if self.settings.get("score_column") else {}
+        name, s = self.loss_name(), self.settings
+        if name == "cosine":
+            loss = CosineSimilarityLoss()
+        elif name == "triplet":
+            loss = TripletLoss()
+        else:
+            loss = ContrastiveLoss(scale=s.get("scale") or 20.0, symmetric=name == "symmetric")
+        if s.get("matryoshka_dims"):
+            loss = MatryoshkaLoss(loss, s["matryoshka_dims"])
+        return {"loss": loss}
 
     def build_model(self, encoder, preprocessor=None):
-        return BertEmbedder(encoder, **self.model_arguments(preprocessor))
+        model = BertEmbedder(encoder, **self.model_arguments(preprocessor))
+        dims = self.settings.get("matryoshka_dims") or ()
+        if dims and max(dims) > model.embedding_dim:
+            raise ConfigError(f"Matryoshka dims {list(dims)} go past the model's "
+                              f"{model.embedding_dim}-value vectors")
+        return model
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
         """Batches of `((column, ...), scores)` texts (zeros for unscored pairs; the model
@@ -95,7 +147,8 @@ class Embed(Task):
         if training:  # whole batches, so none gets a text twice
             dataset = dataset.shuffle(max(len(order) // batch_size, 1), seed=seed,
                                       reshuffle_each_iteration=True)
-        return dataset.prefetch(tf.data.AUTOTUNE), len(order)
+        # Fewer rows than a batch: their count, for the caller's message.
+        return dataset.prefetch(tf.data.AUTOTUNE), len(order) or len(data)
 
     def _evaluate(self, model, data, preprocessor, batch_size):
         return score_embedder(model, data, batch_size)
