@@ -8,6 +8,7 @@ from keras_bert_core.cli.model_building import (
     build_encoder,
     check_fits,
     check_same_kind,
+    checkpoint_model,
     find_vocab,
     make_preprocessor,
 )
@@ -283,6 +284,8 @@ def run(args):
         **data_settings(args), "seq_length": args.seq_length,
         "lower_case": preprocessor.lower_case, **task_options})
     train, validation = _load_data(args, task, learn_labels=not args.resume)
+    if args.checkpoint and not saved and task.adopts_checkpoint_model:
+        task.adopt(checkpoint_model(args.checkpoint))  # e.g. an embedding model's pooling
     train_dataset, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                        seed=args.seed)
     steps_per_epoch = full_batches(rows, args.batch_size)

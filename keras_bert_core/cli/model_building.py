@@ -227,3 +227,15 @@ def under_global_dtype_policy(encoder):
     rebuilt = BertEncoder(encoder.config)
     rebuilt.set_weights(encoder.get_weights())
     return rebuilt
+
+
+def checkpoint_model(checkpoint):
+    """The whole model `checkpoint` holds, as `kbc.from_preset` reads it: a task model, an
+    embedding model (a sentence-transformers folder), else its encoder."""
+    from keras_bert_core.errors import CheckpointError
+    from keras_bert_core.presets import from_preset
+
+    try:
+        return from_preset(checkpoint)[0]
+    except CheckpointError as e:
+        raise UserError(str(e)) from None

@@ -39,6 +39,8 @@ class Task:
     """
 
     name = None
+    # Whether `adopt` wants the whole model a checkpoint holds, beyond its encoder.
+    adopts_checkpoint_model = False
 
     def __init__(self, settings):
         self.settings = {**DEFAULT_SETTINGS, **settings, "name": self.name}
@@ -61,6 +63,10 @@ class Task:
         """The task's model on `encoder`, carrying `preprocessor` and the task's settings
         (`TaskModel.task_settings`), so that its `.keras` file answers by itself."""
         raise NotImplementedError
+
+    def adopt(self, model):
+        """Takes what the task's model keeps of `model`, the whole model a `--checkpoint`
+        holds (e.g. an embedding model's pooling and dense layers), before `build_model`."""
 
     def compile_arguments(self):
         """`compile` arguments the task's model trains with besides its defaults (e.g. a

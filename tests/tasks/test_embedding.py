@@ -223,3 +223,23 @@ def test_the_embed_task_refuses_a_loss_that_does_not_fit_the_data(settings, colu
             PairsData((["a"], ["b"], ["c"])[:columns], ("anchor", "positive", "negative")))
     with pytest.raises(ValueError, match=message):
         Embed(settings).learn_labels(data)
+
+
+def test_an_embed_task_started_from_a_sentence_transformers_folder_keeps_its_modules():
+    import json
+
+    import keras_bert_core as kbc
+    from keras_bert_core.tasks.fine_tuning import TASKS
+
+    data = pathlib.Path(__file__).parents[1] / "checkpoints" / "data" / "sentence_transformers"
+    pretrained, preprocessor = kbc.from_preset(data / "kbc_written")  # 2 Dense, prompts
+    texts = json.loads((data / "texts.json").read_text())["texts"][:3]
+    task = TASKS["embed"]({"seq_length": 16})
+    task.adopt(pretrained.encoder)  # an encoder alone: nothing to keep
+    assert "embedder" not in task.settings
+    task.adopt(pretrained)  # as kbc finetune --task embed --checkpoint FOLDER does
+    model = task.build_model(pretrained.encoder, preprocessor)
+    assert model.task_settings["embedder"]["dense_layers"] == pretrained.dense_layers
+    assert model.prompts == pretrained.prompts and model.pooling == pretrained.pooling
+    np.testing.assert_allclose(model.predict(texts, verbose=0),
+                               pretrained.predict(texts, verbose=0), atol=1e-6)

@@ -24,6 +24,9 @@ from keras_bert_core.tasks.embedding.pairs import (
 from keras_bert_core.tasks.embedding.retrieval import RetrievalData, retrieval_from_pairs
 from keras_bert_core.tasks.task import Task
 
+# What an embedding model started from another (a sentence-transformers folder) keeps of it.
+ADOPTED_SETTINGS = ("pooling", "dense_layers", "normalize", "prompts", "default_prompt_name",
+                    "similarity")
 # The losses `kbc finetune --task embed --loss` names (default: cosine for scored pairs,
 # else contrastive).
 LOSSES = ("contrastive", "symmetric", "triplet", "cosine")
@@ -71,6 +74,7 @@ class Embed(Task):
     """
 
     name = "embed"
+    adopts_checkpoint_model = True
 
     def load(self, path, labeled=True):
         if not labeled:
@@ -120,8 +124,22 @@ class Embed(Task):
             loss = MatryoshkaLoss(loss, s["matryoshka_dims"])
         return {"loss": loss}
 
+    def adopt(self, model):
+        """An embedding model to start from (a sentence-transformers folder's): its pooling,
+        dense layers (with their weights), normalization, prompts and similarity."""
+        if isinstance(model, BertEmbedder):
+            config = model.get_config()
+            self.settings["embedder"] = {name: config[name] for name in ADOPTED_SETTINGS}
+            self._dense_weights = [dense.get_weights() for dense in model.denses]
+
     def build_model(self, encoder, preprocessor=None):
-        model = BertEmbedder(encoder, **self.model_arguments(preprocessor))
+        model = BertEmbedder(encoder, **self.settings.get("embedder", {}),
+                             **self.model_arguments(preprocessor))
+        # Started from an embedding model: its dense layers' weights (a resumed run: none
+        # here, its backup has them).
+        for dense, weights in zip(model.denses, getattr(self, "_dense_weights", ()),
+                                  strict=False):
+            dense.set_weights(weights)
         dims = self.settings.get("matryoshka_dims") or ()
         if dims and max(dims) > model.embedding_dim:
             raise ConfigError(f"Matryoshka dims {list(dims)} go past the model's "
