@@ -61,11 +61,13 @@ def _copy_vocabulary(source, destination):
 
     folder = checkpoint_folder(source)
     try:
-        kind = find_vocabulary(folder).kind
+        vocabulary = find_vocabulary(folder)
     except ValueError:  # a checkpoint without its vocabulary
         say(f"no vocabulary beside {source}: pass --vocab when fine-tuning the output")
         return
-    for name in (*VOCABULARY_FILES[kind], TOKENIZER_CONFIG):
+    files = (VOCABULARY_FILES[vocabulary.kind] if vocabulary.read_from is None
+             else (os.path.basename(vocabulary.read_from),))
+    for name in (*files, TOKENIZER_CONFIG):
         original, copy = os.path.join(folder, name), os.path.join(destination, name)
         if not os.path.isfile(original) or os.path.abspath(original) == copy:
             continue

@@ -102,7 +102,7 @@ def _student_vocabulary(path):
         source = find_vocabulary(folder or ".")
     except ValueError:  # no vocabulary there: the weights' vocab_size is checked instead
         return None
-    return BertPreprocessor(folder or ".", seq_length=8).vocabulary, source.vocabulary
+    return BertPreprocessor(folder or ".", seq_length=8).vocabulary, source.file
 
 
 def _check_student_vocabulary(choice, teacher_vocabulary, teacher_run):

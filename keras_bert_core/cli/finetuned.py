@@ -62,7 +62,7 @@ def _check_fits(model, preprocessor, folder, path):
     """One line when the vocabulary files in `folder` do not fit the model of `path`."""
     from keras_bert_core.text.vocabulary.files import find_vocabulary
 
-    vocabulary = find_vocabulary(folder).vocabulary
+    vocabulary = find_vocabulary(folder).file
     try:
         model.encoder.config.check_fits(preprocessor.tokenizer.vocabulary_size(),
                                         preprocessor.seq_length, vocabulary=vocabulary,

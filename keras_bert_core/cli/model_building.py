@@ -133,7 +133,7 @@ def vocabulary_file(vocab_path):
 
     if not os.path.isdir(vocab_path):
         return vocab_path
-    return find_vocabulary(vocab_path).vocabulary
+    return find_vocabulary(vocab_path).file
 
 
 def check_token_types(config, preprocessor, vocab_path, source):
@@ -164,7 +164,7 @@ def check_same_kind(preprocessor, vocab_path, checkpoint):
     if own.kind != preprocessor.tokenizer_kind:
         raise UserError(
             f"--vocab {vocab_path} is a {preprocessor.tokenizer_kind} vocabulary, but the "
-            f"checkpoint {checkpoint} comes with a {own.kind} one ({own.vocabulary}); use "
+            f"checkpoint {checkpoint} comes with a {own.kind} one ({own.file}); use "
             "the vocabulary the model was trained with (leave out --vocab)")
 
 

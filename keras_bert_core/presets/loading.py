@@ -106,8 +106,7 @@ def _vocabulary_name(vocabulary, path):
 
     if not isinstance(vocabulary, (str, os.PathLike)):
         return f"the vocabulary inside {path}"
-    source = find_vocabulary(vocabulary).vocabulary
-    return source if isinstance(source, str) else os.fspath(vocabulary)
+    return find_vocabulary(vocabulary).file or os.fspath(vocabulary)
 
 
 def _load_preset(path):

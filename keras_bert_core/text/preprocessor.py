@@ -48,7 +48,8 @@ class BertPreprocessor(PreprocessingLayer):
     - a SentencePiece `.model` file (or its bytes): `SentencePieceTokenizer` (ALBERT),
       packed as BERT;
     - a folder, e.g. a Hugging Face checkpoint: the first of `spiece.model`, `vocab.json`
-      with `merges.txt`, `vocab.txt` it holds (see `text.vocabulary.files.find_vocabulary`),
+      with `merges.txt`, `vocab.txt` it holds, else the WordPiece or byte-level BPE
+      vocabulary inside its `tokenizer.json` (see `text.vocabulary.files.find_vocabulary`),
       with `do_lower_case` (and `keep_accents`) from its `tokenizer_config.json`;
     - a tokenizer layer of this package, used as it is (e.g. a `SentencePieceTokenizer`
       with `keep_accents=True`).

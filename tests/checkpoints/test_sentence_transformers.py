@@ -174,3 +174,19 @@ def test_dense_weights_are_never_unpickled(tmp_path):
     with pytest.raises(CheckpointError, match="2_Dense: no model.safetensors .* never "
                                               "unpickled"):
         kbc.from_preset(folder)
+
+
+def test_a_folder_saved_with_tokenizer_json_alone_gives_the_same_vectors(tmp_path, minilm_dir,
+                                                                           reference):
+    """sentence-transformers with transformers 5 saves tokenizer.json without vocab.txt."""
+    texts, vectors = reference
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    for entry in minilm_dir.iterdir():
+        if entry.name != "vocab.txt":
+            (folder / entry.name).symlink_to(entry)
+    embedder, preprocessor = kbc.from_preset(folder)
+    assert (preprocessor.seq_length, preprocessor.lower_case) == (256, True)
+    assert preprocessor.vocabulary == (minilm_dir / "vocab.txt").read_text().splitlines()
+    np.testing.assert_allclose(embedder.predict(texts["minilm_texts"], verbose=0),
+                               vectors["minilm"], atol=1e-5, rtol=0)

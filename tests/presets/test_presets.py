@@ -365,12 +365,21 @@ def test_folders_that_are_not_presets_name_what_is_missing(trained_classifier, t
     with pytest.raises(CheckpointError, match="seq_length 64 exceeds"):
         kbc.from_preset(preset, seq_length=64)
 
-    no_vocabulary = tmp_path / "no_vocabulary"
-    shutil.copytree(os.path.join(FAMILIES, "distilbert"), no_vocabulary)
-    os.remove(no_vocabulary / "vocab.txt")
-    with pytest.raises(CheckpointError, match="no_vocabulary holds no vocabulary file "
-                                              "\\(tokenizer.json alone is not read\\)"):
-        kbc.from_preset(no_vocabulary)
+    # tokenizer.json alone (transformers 5 saves no vocab.txt): its vocabulary is read,
+    # unless it asks for a tokenization the package does not reproduce.
+    json_only = tmp_path / "json_only"
+    shutil.copytree(os.path.join(FAMILIES, "distilbert"), json_only)
+    os.remove(json_only / "vocab.txt")
+    _, preprocessor = kbc.from_preset(json_only)
+    _, with_vocab_txt = kbc.from_preset(os.path.join(FAMILIES, "distilbert"))
+    assert preprocessor.vocabulary == with_vocab_txt.vocabulary
+    assert preprocessor.lower_case == with_vocab_txt.lower_case
+    spec = json.loads((json_only / "tokenizer.json").read_text())
+    (json_only / "tokenizer.json").write_text(json.dumps(
+        {**spec, "pre_tokenizer": {"type": "Whitespace"}}))
+    with pytest.raises(CheckpointError, match="json_only.tokenizer.json: pre_tokenizer "
+                                              '"Whitespace" with a WordPiece model'):
+        kbc.from_preset(json_only)
 
 
 def test_trained_seq_length_is_a_task_models_own(tmp_path):

@@ -257,7 +257,10 @@ def test_the_tokenizer_is_picked_from_the_vocabulary(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "tokenizer.json").write_text("{}")
-    with pytest.raises(ValueError, match="holds no vocabulary file.*tokenizer.json alone"):
+    with pytest.raises(ValueError, match="tokenizer.json: holds no Hugging Face tokenizer model"):
+        BertPreprocessor(empty)
+    (empty / "tokenizer.json").unlink()
+    with pytest.raises(ValueError, match="holds no vocabulary file: looked for .*tokenizer.json"):
         BertPreprocessor(empty)
     with pytest.raises(ValueError, match="merges is only for byte-level BPE"):
         BertPreprocessor(TINY_VOCAB, merges=BPE_MERGES)

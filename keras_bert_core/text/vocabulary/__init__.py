@@ -1,4 +1,5 @@
-"""Vocabulary files of every tokenizer: read (`wordpiece_vocabulary`, `byte_pair_vocabulary`;
-a SentencePiece model is read by its tokenizer), found and written (`files`), kept as
-`.keras` assets (`assets`), learned from text files (`learning`), told apart by their
-fingerprint and casing (`identity`)."""
+"""Vocabulary files of every tokenizer: read (`wordpiece_vocabulary`, `byte_pair_vocabulary`,
+Hugging Face's `tokenizer.json` in `tokenizer_json`; a SentencePiece model is read by its
+tokenizer), their kinds (`kinds`), found and written (`files`), kept as `.keras` assets
+(`assets`), learned from text files (`learning`), told apart by their fingerprint and casing
+(`identity`)."""

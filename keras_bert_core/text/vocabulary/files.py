@@ -10,7 +10,9 @@ A Hugging Face checkpoint folder holds one of them (often beside `tokenizer.json
 say in `tokenizer_config.json` whether the model is lower-cased (`do_lower_case`) and, for
 SentencePiece, whether accents are kept (`keep_accents`). Where `tokenizer_config.json` does
 not say the casing, `tokenizer.json`'s normalizer does (the only place a folder saved by HF
-`tokenizers` alone keeps it); its vocabulary is not read.
+`tokenizers` alone keeps it). A folder that holds `tokenizer.json` alone (as transformers 5
+saves one) gives the vocabulary inside it, where the package's tokenizers reproduce its
+settings (see `tokenizer_json.read_tokenizer_json`).
 """
 
 import dataclasses
@@ -19,10 +21,14 @@ import os
 
 import tensorflow as tf
 
-WORDPIECE = "wordpiece"
-BYTE_PAIR = "byte_pair"
-SENTENCEPIECE = "sentencepiece"
-TOKENIZER_KINDS = (WORDPIECE, BYTE_PAIR, SENTENCEPIECE)
+from keras_bert_core.text.vocabulary.kinds import (
+    BYTE_PAIR,
+    SENTENCEPIECE,
+    TOKENIZER_KINDS,
+    WORDPIECE,
+    VocabularySource,
+)
+from keras_bert_core.text.vocabulary.tokenizer_json import TOKENIZER_JSON, read_tokenizer_json
 
 # The vocabulary files of each kind, in the order a folder's files are preferred.
 VOCABULARY_FILES = {
@@ -39,39 +45,22 @@ _CONFIG_OPTIONS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class VocabularySource:
-    """A vocabulary and the tokenizer it is for.
-
-    Attributes:
-        kind: one of `TOKENIZER_KINDS`.
-        vocabulary: what the tokenizer takes: a `vocab.txt` path or list of tokens
-            (WordPiece), a `vocab.json` path or dict (BPE), a `.model` path or its bytes
-            (SentencePiece).
-        merges: the BPE merges (a `merges.txt` path or list), None for the other kinds.
-        options: tokenizer arguments read from a folder's `tokenizer_config.json`
-            (`lower_case`, `keep_accents`); empty otherwise.
-    """
-
-    kind: str
-    vocabulary: object
-    merges: object = None
-    options: dict = dataclasses.field(default_factory=dict)
-
-
 def find_vocabulary(vocabulary, merges=None):
     """The `VocabularySource` of a vocabulary given as a file, a folder or in memory.
 
     - a folder (e.g. a Hugging Face checkpoint): the first of `spiece.model`,
-      `vocab.json` with `merges.txt`, `vocab.txt` that it holds, and the options of its
+      `vocab.json` with `merges.txt`, `vocab.txt` that it holds, else the vocabulary inside
+      its `tokenizer.json` (`read_from` names it), and the options of its
       `tokenizer_config.json`;
-    - a path ending in `.model`: SentencePiece; in `.json`: BPE, its merges from `merges`
-      or else from `merges.txt` beside it; any other file: a WordPiece `vocab.txt`;
+    - a path ending in `.model`: SentencePiece; a `tokenizer.json`: the vocabulary inside
+      it; in `.json`: BPE, its merges from `merges` or else from `merges.txt` beside it;
+      any other file: a WordPiece `vocab.txt`;
     - a list or tuple of tokens: WordPiece; a dict: BPE (with `merges`); bytes: a
       serialized SentencePiece model.
 
     Raises:
-        ValueError: the folder holds none of the files, a BPE vocabulary has no merges, or
+        ValueError: the folder holds none of the files, its tokenizer.json has settings
+            the package's tokenizers do not reproduce, a BPE vocabulary has no merges, or
             `merges` is given with a vocabulary of another kind.
 
     Example:
@@ -84,6 +73,8 @@ def find_vocabulary(vocabulary, merges=None):
         path = os.fspath(vocabulary)
         if tf.io.gfile.isdir(path):
             return _find_in_folder(path, merges)
+        if os.path.basename(path) == TOKENIZER_JSON:
+            return read_tokenizer_json(path)
         if path.endswith(".json"):
             if merges is None:
                 merges = os.path.join(os.path.dirname(path), "merges.txt")
@@ -117,10 +108,16 @@ def _find_in_folder(folder, merges):
             paths = [os.path.join(folder, name) for name in files]
             return VocabularySource(kind, paths[0], merges if merges is not None else (
                 paths[1] if kind == BYTE_PAIR else None), _folder_options(folder, kind))
-    wanted = ", ".join(" with ".join(files) for files in VOCABULARY_FILES.values())
-    tokenizer_json = (" (tokenizer.json alone is not read)" if "tokenizer.json" in names
-                      else "")
-    raise ValueError(f"{folder} holds no vocabulary file{tokenizer_json}: looked for {wanted}")
+    if TOKENIZER_JSON in names:
+        source = read_tokenizer_json(os.path.join(folder, TOKENIZER_JSON))
+        if source.kind != BYTE_PAIR:
+            _no_merges(source.kind, merges)
+        return dataclasses.replace(
+            source, merges=merges if merges is not None else source.merges,
+            options={**source.options, **_folder_options(folder, source.kind)})
+    wanted = ", ".join(" with ".join(files) for files in (*VOCABULARY_FILES.values(),
+                                                           (TOKENIZER_JSON,)))
+    raise ValueError(f"{folder} holds no vocabulary file: looked for {wanted}")
 
 
 def _folder_options(folder, kind):
