@@ -110,7 +110,7 @@ def export_onnx():
 def export_kbc(args):
     import keras_bert_core as kbc
 
-    embedder = kbc.from_preset(minilm_folder(), seq_length=args.max_length)
+    embedder, _ = kbc.from_preset(minilm_folder(), seq_length=args.max_length)
     kbc.export_saved_model(embedder, embedder.preprocessor, os.path.join(WORK, "saved_model"))
     kbc.export_tflite(embedder, embedder.preprocessor, os.path.join(WORK, "embedder.tflite"))
 
@@ -238,7 +238,7 @@ def step_seconds_kbc(args, train):
 
     import keras_bert_core as kbc
 
-    embedder = kbc.from_preset(minilm_folder(), seq_length=args.train_length)
+    embedder, _ = kbc.from_preset(minilm_folder(), seq_length=args.train_length)
     embedder.compile(optimizer=keras.optimizers.Adam(2e-5, epsilon=1e-8),
                      loss=kbc.ContrastiveLoss(scale=20.0))
     ends = []
