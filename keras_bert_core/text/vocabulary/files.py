@@ -28,7 +28,11 @@ from keras_bert_core.text.vocabulary.kinds import (
     WORDPIECE,
     VocabularySource,
 )
-from keras_bert_core.text.vocabulary.tokenizer_json import TOKENIZER_JSON, read_tokenizer_json
+from keras_bert_core.text.vocabulary.tokenizer_json import (
+    TOKENIZER_JSON,
+    check_bert_tokenizer_config,
+    read_tokenizer_json,
+)
 
 # The vocabulary files of each kind, in the order a folder's files are preferred.
 VOCABULARY_FILES = {
@@ -112,9 +116,12 @@ def _find_in_folder(folder, merges):
         source = read_tokenizer_json(os.path.join(folder, TOKENIZER_JSON))
         if source.kind != BYTE_PAIR:
             _no_merges(source.kind, merges)
+        options = {**source.options, **_folder_options(folder, source.kind)}
+        if source.kind == WORDPIECE:
+            config = os.path.join(folder, TOKENIZER_CONFIG)
+            check_bert_tokenizer_config(config, _read_json(config) or {}, options["lower_case"])
         return dataclasses.replace(
-            source, merges=merges if merges is not None else source.merges,
-            options={**source.options, **_folder_options(folder, source.kind)})
+            source, merges=merges if merges is not None else source.merges, options=options)
     wanted = ", ".join(" with ".join(files) for files in (*VOCABULARY_FILES.values(),
                                                            (TOKENIZER_JSON,)))
     raise ValueError(f"{folder} holds no vocabulary file: looked for {wanted}")

@@ -4,9 +4,10 @@ tokenizer file (as sentence-transformers with transformers 5 saves them).
 Read only where the package's tokenizer gives the file's ids: a WordPiece model behind
 BERT's normalizer and pre-tokenizer (`BertTokenizer`), or a BPE model behind GPT-2's
 byte-level pre-tokenizer (`BytePairTokenizer`). Any other setting (a Unigram model, another
-normalizer or pre-tokenizer, a word-piece prefix other than `##`, a non-special added token)
-is refused in one line naming the file and the setting, never read into a tokenizer that
-would cut text differently.
+normalizer or pre-tokenizer, a word-piece prefix other than `##`, a non-special added token;
+beside it, a `tokenizer_config.json` `strip_accents` or `tokenize_chinese_chars` that
+transformers would apply) is refused in one line naming the file and the setting, never
+read into a tokenizer that would cut text differently.
 """
 
 import json
@@ -104,6 +105,31 @@ def _wordpiece(path, spec, model):
     _check_added_tokens(path, spec, vocabulary)
     return VocabularySource(WORDPIECE, tokens, options={"lower_case": lower_case},
                             read_from=path)
+
+
+def check_bert_tokenizer_config(path, config, lower_case):
+    """transformers rebuilds a BERT tokenizer.json's normalizer from tokenizer_config.json's
+    `do_lower_case`, `strip_accents` and `tokenize_chinese_chars`: the casing becomes the
+    tokenizer's `lower_case`; the other two are refused where the package's BertTokenizer
+    does otherwise.
+
+    Example:
+    >>> check_bert_tokenizer_config("tokenizer_config.json", {"strip_accents": None}, True)
+    >>> try:
+    ...     check_bert_tokenizer_config("tokenizer_config.json", {"strip_accents": False}, True)
+    ... except ValueError as error:
+    ...     print(str(error).split(":")[1])
+     strip_accents false with lower-casing
+    """
+    strip_accents = config.get("strip_accents")
+    if strip_accents not in (None, lower_case):
+        raise ValueError(f"{path}: strip_accents {json.dumps(strip_accents)} with"
+                         f"{'' if lower_case else 'out'} lower-casing: keras_bert_core's "
+                         "BertTokenizer strips accents exactly when it lower-cases")
+    if config.get("tokenize_chinese_chars", True) is not True:
+        raise ValueError(f"{path}: tokenize_chinese_chars is "
+                         f"{json.dumps(config['tokenize_chinese_chars'])}; keras_bert_core's "
+                         "BertTokenizer always splits CJK characters")
 
 
 def _byte_pair(path, spec, model):

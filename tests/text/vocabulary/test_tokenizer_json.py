@@ -156,6 +156,14 @@ def test_a_tokenizer_json_path_is_read_as_the_folder_is(tmp_path):
     assert not preprocessor.lower_case  # the normalizer's casing
     np.testing.assert_array_equal(preprocessor(["foxes Fox"])["token_ids"][0],
                                   [2, 5, 6, 1, 3, 0, 0, 0])
-    # tokenizer_config.json's do_lower_case wins, as beside vocab.txt.
-    (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": true}')
+    # tokenizer_config.json's do_lower_case wins, as beside vocab.txt; transformers rebuilds
+    # the normalizer from its strip_accents and tokenize_chinese_chars too.
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text('{"do_lower_case": true, "strip_accents": null}')
     assert BertPreprocessor(tmp_path).lower_case
+    for settings, message in (('"strip_accents": false', "strip_accents false with lower-casing"),
+                              ('"tokenize_chinese_chars": false',
+                               "tokenize_chinese_chars is false")):
+        config.write_text(f'{{"do_lower_case": true, {settings}}}')
+        with pytest.raises(ValueError, match=re.escape(f"{config}: {message}")):
+            BertPreprocessor(tmp_path)
