@@ -29,6 +29,7 @@ _EXPORTS = {
     "BertMultipleChoice": "keras_bert_core.models",
     "BertEmbedder": "keras_bert_core.models",
     "Distiller": "keras_bert_core.models",
+    "EmbeddingDistiller": "keras_bert_core.models",
     "ContrastiveLoss": "keras_bert_core.models",
     "CosineSimilarityLoss": "keras_bert_core.models",
     "TripletLoss": "keras_bert_core.models",

@@ -25,9 +25,15 @@ def median_ms(call, requests):
 
 def _keras_ms_per_text(model, task, data, preprocessor, repeats=10):
     """Keras's median time for one text (after a first, traced call)."""
+    import tensorflow as tf
+
+    from keras_bert_core.models.text_inputs import is_text_data
+
     dataset, _ = task.dataset(data, preprocessor, 1)
     batch = next(iter(dataset))
     x = batch[0] if isinstance(batch, tuple) else batch
+    if is_text_data(x):  # texts the model preprocesses (an embedder's columns): one text
+        x = model.preprocess_text(tf.nest.flatten(x)[0])
     return median_ms(lambda _: model.predict_on_batch(x), [None] * repeats)
 
 
@@ -105,18 +111,22 @@ def _exports(models, task, preprocessor, folder):
     return paths, sizes, skipped
 
 
-def compare(task, models, data, preprocessor, batch_size, exports=True):
+def compare(task, models, data, preprocessor, batch_size, exports=True, timing_data=None):
     """`{"teacher": {...}, "student": {...}}`: each model's task metrics, parameters, weight
     bytes, `.keras` file bytes (a fine-tuned teacher's file also holds its optimizer's
     state) and Keras's milliseconds per text. `models` maps the two names to `(model, its
     .keras file)`. With `exports`, each model is also exported (to a scratch folder) as a
     SavedModel and a float32 `.tflite` file: `export_bytes` and `export_ms_per_text` per
-    format, timed on the first requests of `data`, one per call, the four in turns."""
-    comparison = {name: {"metrics": task.evaluate(model, data, preprocessor, batch_size),
+    format, timed on the first requests of `data`, one per call, the four in turns.
+    `timing_data`: the examples timed instead of `data` (then `data` may be None: no
+    metrics)."""
+    timed = data if timing_data is None else timing_data
+    comparison = {name: {"metrics": ({} if data is None else
+                                     task.evaluate(model, data, preprocessor, batch_size)),
                          "parameters": int(model.count_params()),
                          "weight_bytes": _weight_bytes(model),
                          "file_bytes": os.path.getsize(file),
-                         "keras_ms_per_text": _keras_ms_per_text(model, task, data,
+                         "keras_ms_per_text": _keras_ms_per_text(model, task, timed,
                                                                  preprocessor)}
                   for name, (model, file) in models.items()}
     if not exports:
@@ -124,7 +134,7 @@ def compare(task, models, data, preprocessor, batch_size, exports=True):
     with tempfile.TemporaryDirectory() as folder:
         paths, sizes, skipped = _exports({name: model for name, (model, _) in models.items()},
                                          task, preprocessor, folder)
-        latency = export_latency(paths, export_requests(task, data))
+        latency = export_latency(paths, export_requests(task, timed))
     for name, figures in comparison.items():
         figures["export_bytes"] = sizes[name]
         figures["export_ms_per_text"] = latency[name]

@@ -1,7 +1,10 @@
 """`kbc distill`: distill a fine-tuned model (a `kbc finetune` run) into a smaller student.
 
 The student trains on the teacher's soft targets and the labels (`kbc.Distiller`), and on
-the teacher's soft targets alone for `--unlabeled` texts. The run directory is a fine-tuning
+the teacher's soft targets alone for `--unlabeled` texts. An embedding model's student
+learns the teacher's vectors of `--unlabeled` texts alone (`kbc.EmbeddingDistiller`), and is
+compared on retrieval metrics (a pairs `--validation` file, or `--queries`, `--corpus`,
+`--relevance`). The run directory is a fine-tuning
 run of the student (so `kbc evaluate`, `predict` and `export` take it) with, in
 comparison.json, the teacher against the student: the task's metrics, parameters, the
 `.keras` file sizes and Keras's time per text, and (unless `--no-export-latency`) each
@@ -42,6 +45,9 @@ FROM_TEACHER = "every-other-layer"
 COMPARISON_FILE = "comparison.json"
 # Tasks whose unlabeled data the teacher can label (SQuAD needs answer spans to make rows).
 UNLABELED_TASKS = ("classify", "pair", "ner", "choice")
+# The `Distiller` settings the options give (unset: its defaults).
+DISTILLER_OPTIONS = ("temperature", "alpha", "hidden_weight", "hidden_loss", "attention_weight")
+RETRIEVAL_OPTIONS = ("queries", "corpus", "relevance")
 
 
 def add_arguments(parser):
@@ -56,25 +62,35 @@ def add_arguments(parser):
                              "checkpoint folder, with the teacher's vocabulary")
     data = parser.add_argument_group("data (in the teacher's task format)")
     data.add_argument("--train", metavar="FILE",
-                      help="labeled training data; required unless --resume")
+                      help="labeled training data; required unless --resume, or the teacher "
+                           "is an embedding model (it learns from --unlabeled texts alone)")
     data.add_argument("--validation", metavar="FILE",
                       help="labeled data to compare teacher and student on (default: --train)")
     data.add_argument("--unlabeled", metavar="FILE",
                       help="more texts, labeled by the teacher (its soft targets only): a "
                            "data file without labels, or text lines (.txt); classify, pair, "
-                           "ner and choice tasks")
+                           "ner and choice tasks; an embedding model's texts to learn the "
+                           "teacher's vectors of (text lines or a pairs file)")
+    for name, what in (("queries", "the queries: _id (or id), text"),
+                       ("corpus", "the documents: _id (or id), [title,] text"),
+                       ("relevance", "query-id, corpus-id, optional score")):
+        data.add_argument(f"--{name}", metavar="FILE",
+                          help=f"an embedding model's retrieval set to compare on: {what}")
     add_data_options(parser, with_defaults=False)
-    loss = parser.add_argument_group("distillation")
-    loss.add_argument("--temperature", type=float, default=2.0,
-                      help="softmax temperature of the soft targets")
-    loss.add_argument("--alpha", type=float, default=0.5,
-                      help="weight of the labels' loss; the soft targets weigh 1 - alpha")
-    loss.add_argument("--hidden-weight", type=float, default=0.0,
-                      help="weight of the last layers' hidden-state loss (0: off)")
-    loss.add_argument("--hidden-loss", choices=("mse", "cosine"), default="mse",
-                      help="the hidden-state distance")
-    loss.add_argument("--attention-weight", type=float, default=0.0,
-                      help="weight of the last layers' attention transfer (MiniLM; 0: off)")
+    # Unset: the Distiller's defaults (an embedding model's student takes none of them).
+    loss = parser.add_argument_group("distillation (not for embedding models)")
+    loss.add_argument("--temperature", type=float,
+                      help="softmax temperature of the soft targets (default 2)")
+    loss.add_argument("--alpha", type=float,
+                      help="weight of the labels' loss; the soft targets weigh 1 - alpha "
+                           "(default 0.5)")
+    loss.add_argument("--hidden-weight", type=float,
+                      help="weight of the last layers' hidden-state loss (default 0: off)")
+    loss.add_argument("--hidden-loss", choices=("mse", "cosine"),
+                      help="the hidden-state distance (default mse)")
+    loss.add_argument("--attention-weight", type=float,
+                      help="weight of the last layers' attention transfer (MiniLM; default "
+                           "0: off)")
     add_training_options(parser, batch_size=32, learning_rate=5e-5)
     parser.add_argument("--epochs", type=positive_int, default=3,
                         help="passes over the training data (and --unlabeled)")
@@ -143,7 +159,7 @@ def _student(args, task, teacher):
             config = BertConfig.from_dict({**config.to_dict(),
                                            "vocab_size": teacher_config.vocab_size})
         _check_length(config, seq_length, choice)
-        return (task.build_model(BertEncoder(config), teacher.preprocessor),
+        return (task.build_student(BertEncoder(config), teacher.preprocessor, teacher),
                 f"--student {choice} (new weights)")
     if not os.path.exists(choice):
         raise UserError(f"--student {choice} is not '{FROM_TEACHER}', a preset "
@@ -155,7 +171,8 @@ def _student(args, task, teacher):
                         f"{config.vocab_size}; a student must use the teacher's vocabulary")
     _check_length(config, seq_length, choice)
     # The student reads text as the teacher does (its preprocessor, where it carries one).
-    return (task.build_model(under_global_dtype_policy(encoder), teacher.preprocessor),
+    return (task.build_student(under_global_dtype_policy(encoder), teacher.preprocessor,
+                               teacher),
             f"--student {choice}")
 
 
@@ -194,9 +211,14 @@ def _unlabeled_batches(task, path, preprocessor, batch_size, seed, labeled_spec)
 
 def _training_data(args, task, train, preprocessor):
     """`(batches, steps per epoch, rows)`: the labeled batches (weight 1) and, with
-    `--unlabeled`, the teacher-labeled ones (weight 0), drawn in a seeded random order."""
+    `--unlabeled`, the teacher-labeled ones (weight 0), drawn in a seeded random order;
+    for a task that distills without labels, the `--unlabeled` batches alone."""
     from keras_bert_core.training.soft_target_batches import mixed_batches, with_weights
 
+    if not task.distills_with_labels:
+        dataset, rows = task.unlabeled_dataset(read_input(task, args.unlabeled), preprocessor,
+                                               args.batch_size, seed=args.seed)
+        return dataset, full_batches(rows, args.batch_size, "--unlabeled"), rows
     labeled, rows = task.dataset(train, preprocessor, args.batch_size, training=True,
                                  seed=args.seed)
     steps = full_batches(rows, args.batch_size)
@@ -209,6 +231,33 @@ def _training_data(args, task, train, preprocessor):
     unlabeled_steps = full_batches(unlabeled_rows, args.batch_size, "--unlabeled")
     return (mixed_batches(labeled, unlabeled, steps, unlabeled_steps, seed=args.seed),
             steps + unlabeled_steps, rows + unlabeled_rows)
+
+
+def _check_task_options(args, task):
+    """The data options the teacher's task takes (its kind is known once it is loaded)."""
+    if task.distills_with_labels:
+        if not args.train:
+            raise UserError("the following arguments are required: --train (or --resume "
+                            "--run-dir RUN to continue a run)")
+        given = [f"--{name}" for name in RETRIEVAL_OPTIONS if getattr(args, name)]
+        if given:
+            raise UserError(f"{', '.join(given)}: a retrieval set compares embedding models; "
+                            f"the teacher is a {task.name} model (compare on --validation)")
+        return
+    if args.train:
+        raise UserError(f"--train: a {task.name} model's student learns the teacher's vectors "
+                        "of --unlabeled texts, without labels; pass the texts as --unlabeled")
+    if not args.unlabeled:
+        raise UserError(f"--unlabeled is required: a {task.name} model's student learns the "
+                        "teacher's vectors of these texts")
+
+
+def _timing_data(args, task, scored):
+    """The examples timed: the scored ones, or the texts learned from where there are none
+    or they are a retrieval set (not the task's examples)."""
+    if scored is None or args.queries:
+        return read_input(task, args.unlabeled)
+    return scored
 
 
 def distill(run, task, distiller, dataset, epochs, steps_per_epoch, validation=None,
@@ -239,11 +288,11 @@ def distill(run, task, distiller, dataset, epochs, steps_per_epoch, validation=N
 
 def run(args):
     from keras_bert_core.checkpoints.keras_file import load_model
-    from keras_bert_core.models import Distiller
 
     if args.resume:  # the arguments the run started with (its paths absolute)
         args, _ = resumed_arguments(args)
-    missing = [option for option in ("teacher", "train") if not getattr(args, option)]
+    missing = [option for option in ("teacher", "train") if not getattr(args, option)
+               and not (option == "train" and args.unlabeled)]  # an embedder's may do
     if missing:
         raise UserError(f"the following arguments are required: "
                         f"{', '.join('--' + option for option in missing)} (or --resume "
@@ -253,18 +302,26 @@ def run(args):
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir("distill")
-    inputs = [args.teacher, args.train, args.validation, args.unlabeled]
+    retrieval = [getattr(args, name) for name in RETRIEVAL_OPTIONS]
+    if any(retrieval) and not all(retrieval):
+        raise UserError("--queries, --corpus and --relevance go together: pass all three")
+    inputs = [args.teacher, args.train, args.validation, args.unlabeled, *retrieval]
     if args.unlabeled:  # TensorFlow would fail deep inside on an empty or non-UTF-8 file
         check_input_text(args.unlabeled, command="--unlabeled",
                          purpose="--unlabeled has no texts for the teacher to label")
     # Locked before the slow part; a resumed run too.
     RunDirectory(path, strategy).claim(args.overwrite, inputs, resume=args.resume)
     teacher, task, preprocessor = _load_teacher(args.teacher)
-    teacher_folder = run_directory_of(args.teacher)
+    teacher_folder = run_directory_of(args.teacher) or args.teacher  # or a lone .keras
     _check_student_vocabulary(args.student, preprocessor.vocabulary, teacher_folder)
+    _check_task_options(args, task)
     task.settings.update(data_settings(args))
-    train = task.load(args.train)
+    train = task.load(args.train) if task.distills_with_labels else None
     validation = task.load(args.validation) if args.validation else None
+    if all(retrieval):
+        from keras_bert_core.tasks.embedding import load_retrieval
+
+        validation = load_retrieval(*retrieval)
     dataset, steps_per_epoch, rows = _training_data(args, task, train, preprocessor)
     compared_teacher = teacher  # this host's, outside the strategy
     with training_scope(training, strategy):
@@ -272,14 +329,14 @@ def run(args):
             teacher = load_model(model_path(args.teacher))
         student, source = _student(args, task, teacher)
         try:
-            distiller = Distiller(teacher, student, temperature=args.temperature,
-                                  alpha=args.alpha, hidden_weight=args.hidden_weight,
-                                  hidden_loss=args.hidden_loss,
-                                  attention_weight=args.attention_weight)
+            distiller = task.distiller(teacher, student, {
+                name: getattr(args, name) for name in DISTILLER_OPTIONS
+                if getattr(args, name) is not None})
         except (TypeError, ValueError) as e:
             raise UserError(str(e)) from None
         compile_for_training(distiller, training, args.epochs * steps_per_epoch)
-    say(f"distilling {args.teacher} into {source} on {rows} {task.name} rows, "
+    say(f"distilling {args.teacher} into {source} on {rows} {task.name} "
+        f"{'rows' if task.distills_with_labels else 'texts'}, "
         f"{steps_per_epoch} steps an epoch")
     if args.resume:  # the weights come from the run's backup
         run_dir = RunDirectory(path, strategy)
@@ -296,15 +353,19 @@ def run(args):
     # finished, and a multi-worker model's evaluate would wait for them.
     if strategy.num_replicas_in_sync > 1:
         student = load_model(run_dir.file(MODEL_FILE))
+    scored = validation if validation is not None else train  # None: speed alone
+    described = (args.validation or (retrieval[0] and ", ".join(retrieval)) or args.train
+                 or f"{args.unlabeled} (speed only: no --validation)")
     comparison = {
         "teacher_run": os.path.abspath(teacher_folder),
-        "data": os.path.abspath(args.validation or args.train),
+        "data": os.path.abspath(args.validation or args.queries or args.train
+                                or args.unlabeled),
         **compare(task, {"teacher": (compared_teacher, model_path(args.teacher)),
                          "student": (student, run_dir.file(MODEL_FILE))},
-                  validation if validation is not None else train, preprocessor,
-                  args.batch_size, exports=args.export_latency),
+                  scored, preprocessor, args.batch_size, exports=args.export_latency,
+                  timing_data=_timing_data(args, task, scored)),
     }
     run_dir.write_json(COMPARISON_FILE, comparison)
-    print(f"on {args.validation or args.train}:")
+    print(f"on {described}:")
     print("\n".join(comparison_table(comparison)))
     print(run_dir.path)

@@ -3,6 +3,7 @@
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.distillation import (
     Distiller,
+    EmbeddingDistiller,
     check_vocabularies,
     distillation_kl,
     make_distilbert_student,
@@ -31,7 +32,8 @@ from keras_bert_core.models.token_classifier import BertTokenClassifier
 
 __all__ = ["BertEncoder", "BertEmbedder", "BertClassifier", "BertMultipleChoice",
            "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
-           "check_vocabularies", "distillation_kl", "make_distilbert_student",
+           "EmbeddingDistiller", "check_vocabularies", "distillation_kl",
+           "make_distilbert_student",
            "enable_lora", "save_lora_weights", "load_lora_weights", "merge_lora",
            "lora_summary", "LoraSummary", "ContrastiveLoss", "CosineSimilarityLoss",
            "TripletLoss", "MatryoshkaLoss"]

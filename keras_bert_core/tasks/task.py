@@ -41,6 +41,9 @@ class Task:
     name = None
     # Whether `adopt` wants the whole model a checkpoint holds, beyond its encoder.
     adopts_checkpoint_model = False
+    # Whether `kbc distill` trains the student on labeled data (`--train`) with the
+    # teacher's soft targets; if not, on unlabeled texts alone (`unlabeled_dataset`).
+    distills_with_labels = True
 
     def __init__(self, settings):
         self.settings = {**DEFAULT_SETTINGS, **settings, "name": self.name}
@@ -67,6 +70,22 @@ class Task:
     def adopt(self, model):
         """Takes what the task's model keeps of `model`, the whole model a `--checkpoint`
         holds (e.g. an embedding model's pooling and dense layers), before `build_model`."""
+
+    def build_student(self, encoder, preprocessor, teacher):
+        """The task's model on `encoder` for `kbc distill` to train after `teacher`."""
+        return self.build_model(encoder, preprocessor)
+
+    def distiller(self, teacher, student, options):
+        """The model that trains `student` after `teacher` (`kbc distill`): a `Distiller`
+        with `options`, the settings given (temperature, alpha, ...)."""
+        from keras_bert_core.models import Distiller
+
+        return Distiller(teacher, student, **options)
+
+    def unlabeled_dataset(self, data, preprocessor, batch_size, seed=None):
+        """`(batches, rows)` of unlabeled `data` for a task that distills on it alone
+        (`distills_with_labels` False)."""
+        raise NotImplementedError
 
     def compile_arguments(self):
         """`compile` arguments the task's model trains with besides its defaults (e.g. a

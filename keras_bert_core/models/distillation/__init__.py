@@ -18,12 +18,17 @@ The loss, for a teacher and a student of the same kind:
 
 Means over tokens divide by the count over all replicas, so a step under a `tf.distribute`
 strategy computes the same loss as on one device.
+
+`EmbeddingDistiller` trains a student `BertEmbedder` on the mean squared error between its
+vectors and the teacher's, on unlabeled text (sentence-transformers' model distillation).
 """
 
 from keras_bert_core.models.distillation.distiller import TEACHER_OUTPUTS, Distiller
+from keras_bert_core.models.distillation.embedding import EmbeddingDistiller
 from keras_bert_core.models.distillation.losses import distillation_kl
 from keras_bert_core.models.distillation.pairs import check_vocabularies
 from keras_bert_core.models.distillation.student import make_distilbert_student
 
-__all__ = ["TEACHER_OUTPUTS", "Distiller", "check_vocabularies", "distillation_kl",
+__all__ = ["TEACHER_OUTPUTS", "Distiller", "EmbeddingDistiller", "check_vocabularies",
+           "distillation_kl",
            "make_distilbert_student"]

@@ -3,6 +3,7 @@
 import dataclasses
 
 from keras_bert_core.models.distillation.pairs import model_kind
+from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.models.pretrainer import BertPretrainer
 
@@ -13,8 +14,8 @@ def make_distilbert_student(teacher, teacher_layers=None):
     initialization; its authors took layers 0, 2, 4, 7, 9, 11 of BERT-base).
 
     Args:
-        teacher: a task model or `BertPretrainer` (the student is the same kind, with the
-            same settings), or a `BertEncoder` (the student is an encoder).
+        teacher: a task model, `BertEmbedder` or `BertPretrainer` (the student is the same
+            kind, with the same settings), or a `BertEncoder` (the student is an encoder).
         teacher_layers: the teacher's layers to copy, in order; default every other one from
             the first, `range(0, num_layers, 2)`.
 
@@ -29,7 +30,7 @@ def make_distilbert_student(teacher, teacher_layers=None):
     (2, 3)
     """
     encoder = teacher if isinstance(teacher, BertEncoder) else teacher.encoder
-    if not isinstance(teacher, BertEncoder):
+    if not isinstance(teacher, (BertEncoder, BertEmbedder)):
         model_kind(teacher, "teacher")
     config = encoder.config
     if config.num_layer_groups is not None:
@@ -56,6 +57,9 @@ def make_distilbert_student(teacher, teacher_layers=None):
     student = type(teacher)(student_encoder, **settings)
     if isinstance(teacher, BertPretrainer):
         student.set_head_weights(teacher.get_head_weights())
+    elif isinstance(teacher, BertEmbedder):  # its dense layers read vectors of one width
+        for dense, source in zip(student.denses, teacher.denses, strict=True):
+            dense.set_weights(source.get_weights())
     else:
         student.head.set_weights(teacher.head.get_weights())
     return student

@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_core.errors import ConfigError, DataError
+from keras_bert_core.models.distillation import EmbeddingDistiller
 from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.models.embedding_losses import (
     ContrastiveLoss,
@@ -75,6 +76,8 @@ class Embed(Task):
 
     name = "embed"
     adopts_checkpoint_model = True
+    # A student learns the teacher's vectors of any texts: no labels.
+    distills_with_labels = False
 
     def load(self, path, labeled=True):
         if not labeled:
@@ -145,6 +148,39 @@ class Embed(Task):
             raise ConfigError(f"Matryoshka dims {list(dims)} go past the model's "
                               f"{model.embedding_dim}-value vectors")
         return model
+
+    def build_student(self, encoder, preprocessor, teacher):
+        """A student on `encoder` with the teacher's pooling, dense layers (new weights),
+        normalization and prompts; where its vectors would be of another width, a linear
+        dense layer of the teacher's width comes last (as sentence-transformers' recipe)."""
+        config = teacher.get_config()
+        settings = {name: config[name] for name in ADOPTED_SETTINGS}
+        pooling = settings["pooling"]
+        width = (settings["dense_layers"][-1]["units"] if settings["dense_layers"] else
+                 encoder.config.hidden_size * (1 if isinstance(pooling, str) else len(pooling)))
+        if width != teacher.embedding_dim:
+            settings["dense_layers"] = [*settings["dense_layers"], {
+                "units": teacher.embedding_dim, "activation": "linear", "use_bias": True}]
+        return BertEmbedder(encoder, **settings, **self.model_arguments(preprocessor))
+
+    def distiller(self, teacher, student, options):
+        if options:
+            raise ConfigError(f"an embedding model's student learns the teacher's vectors "
+                              f"(mean squared error), without labels or soft targets: "
+                              f"{', '.join(sorted(options))} do not apply")
+        return EmbeddingDistiller(teacher, student)
+
+    def unlabeled_dataset(self, data, preprocessor, batch_size, seed=None):
+        """Batches of the models' inputs for every distinct text of `data` (of any column),
+        whole, in an order reshuffled each epoch."""
+        texts = np.array(list(dict.fromkeys(text for column in data.columns
+                                            for text in column)), dtype=object)
+        dataset = tf.data.Dataset.from_tensor_slices(texts).shuffle(
+            len(texts), seed=seed, reshuffle_each_iteration=True).batch(
+            batch_size, drop_remainder=True)
+        dataset = dataset.map(lambda text: preprocessor(text, static_shape=True),
+                              num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.prefetch(tf.data.AUTOTUNE), len(texts)
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
         """Batches of `((column, ...), scores)` texts (zeros for unscored pairs; the model
