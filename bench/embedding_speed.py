@@ -157,6 +157,7 @@ def embed_function(engine, args):
         return embed
     if engine == "kbc SavedModel":
         import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
         found = [root for root, _, files in os.walk(os.path.join(WORK, "saved_model"))
                  if "saved_model.pb" in files]
