@@ -68,6 +68,7 @@ def alone(run_dir, folder, name):
     return shutil.copy(run_dir / "model.keras", folder / name)
 
 
+@pytest.mark.slow  # a fine-tune, two evaluations, two predictions and both exports
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_finetune_evaluate_and_predict_every_task(kbc, task, task_runs, tmp_path):
     _, data, num_examples, metric = TASKS[task]

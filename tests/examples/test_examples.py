@@ -29,6 +29,7 @@ def test_every_example_has_a_smoke_test():
     assert sorted(scripts) == sorted(CASES)
 
 
+@pytest.mark.slow  # a new process that trains or exports a small model
 @pytest.mark.parametrize("script", sorted(CASES))
 def test_example_runs(script, tmp_path):
     arguments, expected = CASES[script]
