@@ -14,7 +14,7 @@ from keras_bert_core.models.distillation.losses import (
     replicas,
     soft_target_loss,
 )
-from keras_bert_core.models.distillation.pairs import check_pair
+from keras_bert_core.models.distillation.pairs import check_pair, from_pair_config
 from keras_bert_core.models.pretrainer import BertPretrainer
 from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
 
@@ -315,10 +315,7 @@ class Distiller(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        teacher = config.pop("teacher")
-        return cls(None if teacher is None else keras.saving.deserialize_keras_object(teacher),
-                   keras.saving.deserialize_keras_object(config.pop("student")), **config)
+        return from_pair_config(cls, config)
 
 
 def _is_auto(argument):

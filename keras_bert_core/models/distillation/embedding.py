@@ -6,6 +6,7 @@ from keras import ops
 
 from keras_bert_core.keras_internals import loss_tracker
 from keras_bert_core.models.distillation.losses import replicas
+from keras_bert_core.models.distillation.pairs import from_pair_config
 from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.optimizers import BertAdamW
 
@@ -142,7 +143,4 @@ class EmbeddingDistiller(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        teacher = config.pop("teacher")
-        return cls(None if teacher is None else keras.saving.deserialize_keras_object(teacher),
-                   keras.saving.deserialize_keras_object(config.pop("student")), **config)
+        return from_pair_config(cls, config)

@@ -1,6 +1,8 @@
 """What a teacher and its student must share: the kind of task model, its outputs, the
 vocabulary."""
 
+import keras
+
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.pretrainer import BertPretrainer
@@ -70,3 +72,12 @@ def check_pair(teacher, student):
                          f"{sizes[0]}, the student {sizes[1]}; a student must read the "
                          "teacher's token ids (build it with the teacher's vocabulary)")
     return kind
+
+
+def from_pair_config(cls, config):
+    """`cls` (a distiller) rebuilt from its `get_config`: the teacher (None when it was left
+    out) and the student deserialized, the other settings passed on as they are."""
+    config = dict(config)
+    teacher = config.pop("teacher")
+    return cls(None if teacher is None else keras.saving.deserialize_keras_object(teacher),
+               keras.saving.deserialize_keras_object(config.pop("student")), **config)
