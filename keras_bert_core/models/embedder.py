@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_bert_core.layers.pooling import SentencePooling
+from keras_bert_core.models.embedding_losses import ContrastiveLoss
 from keras_bert_core.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.text_inputs import check_text_form, is_text_spec
@@ -200,8 +201,6 @@ class BertEmbedder(TaskModel):
         return super().compute_loss(x, y, y_pred, sample_weight, training=training)
 
     def default_compile_args(self):
-        from keras_bert_core.models.embedding_losses import ContrastiveLoss
-
         return {"loss": ContrastiveLoss(), "metrics": []}
 
     def get_config(self):
