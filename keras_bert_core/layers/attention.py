@@ -3,28 +3,10 @@
 import keras
 from keras import ops
 
+from keras_bert_core.layers.attention_masks import MASK_PENALTY, attention_bias
 from keras_bert_core.layers.flat_dense import FlatDense
 
-# Added to the scores of masked keys; large but finite, so fully masked rows stay NaN-free.
-MASK_PENALTY = -1e9
-
-
-def attention_bias(padding_mask):
-    """Additive attention bias `[batch, 1, query, key]` from an int32 mask `[batch, seq]`.
-
-    The mask holds 0 at padding and a positive document id at real tokens: 1 everywhere for
-    ordinary inputs, 1, 2, 3... for several documents packed into one row. A query attends to
-    the keys of its own document; padding queries attend to every real key (their outputs are
-    never used, and this keeps them equal to the reference BERT's).
-    """
-    # expand_dims, not [:, None]: TFLite cannot convert a new axis of a dynamic shape.
-    query_doc, key_doc = ops.expand_dims(padding_mask, 2), ops.expand_dims(padding_mask, 1)
-    # ops.equal, not `==`: on symbolic Keras tensors `==` is Python identity, not elementwise.
-    same_doc = ops.logical_or(ops.equal(query_doc, key_doc), ops.equal(query_doc, 0))
-    allowed = ops.logical_and(ops.greater(key_doc, 0), same_doc)
-    bias = ops.where(allowed, 0.0, MASK_PENALTY)
-    # float32 even under mixed precision: the penalty overflows float16.
-    return ops.cast(ops.expand_dims(bias, 1), "float32")
+__all__ = ["MASK_PENALTY", "MultiHeadSelfAttention", "attention_bias"]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
