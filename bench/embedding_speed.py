@@ -31,7 +31,8 @@ sentence-transformers' `SentenceTransformerTrainer` with `MultipleNegativesRanki
 and `kbc.BertEmbedder.fit` with `kbc.ContrastiveLoss`; seconds per step between
 consecutive step ends, median of `--train-steps` steps after `--train-warmup`; and the
 wordpieces one step computes (sentence-transformers pads each column to its batch's longest
-text, `fit` pads to `--train-length`), and the CPU seconds of the process per step (all its
+text; `fit` each column to its length bucket, `BertEmbedder(length_buckets="auto")`, or to
+`--train-length` for `kbc fit padded`), and the CPU seconds of the process per step (all its
 threads; on a loaded machine the wall time stretches, the CPU time much less).
 
 Each engine runs in its own process (sentence-transformers and ONNX Runtime under
@@ -61,8 +62,8 @@ REF_PYTHON = "/work/refvenv/bin/python"
 KBC_PYTHON = sys.executable  # run the script with the Python that has kbc
 WORK = os.path.join(common.REPO, "runs", "embedding_speed")
 SERVING = ("sentence-transformers", "ONNX Runtime", "kbc SavedModel", "kbc TFLite")
-TRAINING = ("sentence-transformers trainer", "kbc fit")
-KBC_ENGINES = ("kbc SavedModel", "kbc TFLite", "kbc fit")
+TRAINING = ("sentence-transformers trainer", "kbc fit", "kbc fit padded")
+KBC_ENGINES = ("kbc SavedModel", "kbc TFLite", "kbc fit", "kbc fit padded")
 
 
 def minilm_folder():
@@ -242,14 +243,17 @@ def step_seconds_st(args, train):
     return ends, statistics.fmean(tokens)
 
 
-def step_seconds_kbc(args, train):
+def step_seconds_kbc(args, train, padded=False):
     import keras
+    import tensorflow as tf
 
     import keras_bert_core as kbc
 
     embedder, _ = kbc.from_preset(minilm_folder(), seq_length=args.train_length)
+    if padded:  # every column to seq_length, as fit did before length buckets
+        embedder.length_buckets = None
     embedder.compile(optimizer=keras.optimizers.Adam(2e-5, epsilon=1e-8),
-                     loss=kbc.ContrastiveLoss(scale=20.0))
+                     loss=kbc.ContrastiveLoss(scale=20.0), jit_compile=args.kbc_jit)
     ends = []
 
     class StepEnds(keras.callbacks.Callback):
@@ -259,14 +263,21 @@ def step_seconds_kbc(args, train):
     embedder.fit(([p["query"] for p in train], [p["document"] for p in train]),
                  batch_size=args.train_batch, epochs=1, shuffle=False, verbose=0,
                  callbacks=[StepEnds()])
-    # fit pads every column to the preprocessor's seq_length (static shapes).
-    return ends, 2 * args.train_batch * args.train_length
+    # Wordpieces a step computes: each column as fit pads it (its length bucket, or
+    # seq_length when padded).
+    tokens = [sum(int(tf.size(ids)) for ids in tf.nest.flatten(embedder.preprocess_text(
+                  ([p["query"] for p in chunk], [p["document"] for p in chunk]),
+                  static_shape=True)["token_ids"]))
+              for chunk in common.batches(train, args.train_batch)]
+    return ends, statistics.fmean(tokens)
 
 
 def step_time(engine, args):
     _, train = texts(args)
-    run = step_seconds_st if engine == "sentence-transformers trainer" else step_seconds_kbc
-    ends, tokens = run(args, train)
+    if engine == "sentence-transformers trainer":
+        ends, tokens = step_seconds_st(args, train)
+    else:
+        ends, tokens = step_seconds_kbc(args, train, padded=engine == "kbc fit padded")
     pairs = list(zip(ends[args.train_warmup - 1:], ends[args.train_warmup:], strict=False))
     steps = [b[0] - a[0] for a, b in pairs]
     # CPU seconds of the process (all threads) per step: what a loaded machine delays but
@@ -319,7 +330,7 @@ def table(result):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default=retrieval_task.DEFAULT_OUT)
-    parser.add_argument("--engines", default=",".join(SERVING + TRAINING))
+    parser.add_argument("--engines", default=",".join(SERVING + TRAINING[:2]))
     parser.add_argument("--engine", help="run one engine in this process (internal)")
     parser.add_argument("--step", choices=("onnx", "kbc-export"), help="internal")
     parser.add_argument("--out", default="embedding_speed.json",
@@ -334,6 +345,8 @@ def main():
     parser.add_argument("--train-length", type=int, default=128)
     parser.add_argument("--train-warmup", type=int, default=3)
     parser.add_argument("--train-steps", type=int, default=12)
+    parser.add_argument("--kbc-jit", action="store_true",
+                        help="kbc fit compiled with jit_compile=True (XLA; off by default on CPU)")
     parser.add_argument("--ref-python", default=REF_PYTHON)
     parser.add_argument("--kbc-python", default=KBC_PYTHON)
     args = parser.parse_args()
@@ -350,7 +363,7 @@ def main():
               f"--max-length={args.max_length}", f"--short-texts={args.short_texts}",
               f"--long-texts={args.long_texts}", f"--train-batch={args.train_batch}",
               f"--train-length={args.train_length}", f"--train-warmup={args.train_warmup}",
-              f"--train-steps={args.train_steps}"]
+              f"--train-steps={args.train_steps}", *(["--kbc-jit"] if args.kbc_jit else [])]
     rounds = []
     for index in range(args.rounds):
         order = args.engines[index % len(args.engines):] + args.engines[
@@ -370,7 +383,7 @@ def main():
     result = {
         "settings": {k: getattr(args, k) for k in (
             "batch", "max_length", "short_texts", "long_texts", "repeats", "train_batch",
-            "train_length", "train_warmup", "train_steps", "rounds")},
+            "train_length", "train_warmup", "train_steps", "rounds", "kbc_jit")},
         "machine": common.machine_info(), "rounds": rounds,
         "best": {e: best(rounds, e) for e in args.engines if any(e in r for r in rounds)},
     }

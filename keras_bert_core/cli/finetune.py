@@ -99,6 +99,11 @@ def add_embed_options(parser):
     group.add_argument("--matryoshka-dims", type=positive_int, nargs="+", metavar="DIM",
                        help="also train the vectors cut to each of these widths (Matryoshka), "
                             "so they can be cut to save memory, e.g. 384 256 128 64")
+    group.add_argument("--length-buckets", nargs="+", metavar="LENGTH",
+                       help="training pads each column of a batch (queries, documents) to the "
+                            "smallest of these lengths that holds its longest text: 'auto' "
+                            "(default: up to 8 multiples of 8 up to --seq-length), 'none' "
+                            "(every column to --seq-length), or lengths, e.g. 32 64")
 
 
 def add_lora_options(parser):
@@ -246,12 +251,25 @@ def regression_setting(args):
 
 def embedding_settings(args):
     """The task settings the embedding options give (`--task embed` only)."""
-    settings = {name: getattr(args, name) for name in ("loss", "scale", "matryoshka_dims")
+    settings = {name: getattr(args, name) for name in ("loss", "scale", "matryoshka_dims",
+                                                        "length_buckets")
                 if getattr(args, name) is not None}
+    if "length_buckets" in settings:
+        settings["length_buckets"] = length_buckets_option(settings["length_buckets"])
     if settings and args.task != "embed":
         given = ", ".join("--" + name.replace("_", "-") for name in settings)
         raise UserError(f"{given}: for --task embed, not {args.task}")
     return settings
+
+
+def length_buckets_option(values):
+    """`--length-buckets`' values as `BertEmbedder(length_buckets=...)` takes them."""
+    if len(values) == 1 and values[0].lower() in ("auto", "none"):
+        return None if values[0].lower() == "none" else "auto"
+    if not all(value.isdigit() and int(value) > 0 for value in values):
+        raise UserError(f"--length-buckets: 'auto', 'none' or positive lengths, not "
+                        f"{' '.join(values)}")
+    return sorted({int(value) for value in values})
 
 
 def run(args):

@@ -15,6 +15,32 @@ from keras_bert_core.models.text_inputs import check_text_form, is_text_spec
 # sentence-transformers' similarity functions (`similarity_fn_name`).
 SIMILARITIES = ("cosine", "dot", "euclidean", "manhattan")
 DENSE_ACTIVATIONS = ("tanh", "linear", "relu", "gelu", "sigmoid")
+# `length_buckets="auto"`: this many lengths, evenly spaced up to the preprocessor's
+# seq_length (multiples of 8): few enough shapes for XLA to compile each once.
+AUTO_BUCKETS = 8
+
+
+def auto_length_buckets(seq_length):
+    """`length_buckets="auto"`'s lengths for `seq_length`: up to `AUTO_BUCKETS` multiples of
+    8, evenly spaced, the last `seq_length`.
+
+    >>> auto_length_buckets(128), auto_length_buckets(512), auto_length_buckets(20)
+    ((16, 32, 48, 64, 80, 96, 112, 128), (64, 128, 192, 256, 320, 384, 448, 512), (8, 16, 20))
+    """
+    step = max(8, -(-seq_length // (8 * AUTO_BUCKETS)) * 8)
+    return (*range(step, seq_length, step), seq_length)
+
+
+def check_length_buckets(length_buckets):
+    """`length_buckets` as `BertEmbedder` keeps it: "auto", None, or a sorted tuple of
+    positive ints."""
+    if length_buckets is None or length_buckets == "auto":
+        return length_buckets
+    if (isinstance(length_buckets, (str, int)) or not length_buckets
+            or not all(isinstance(n, int) and n > 0 for n in length_buckets)):
+        raise ValueError(f"length_buckets must be 'auto', None or a list of positive "
+                         f"lengths; got {length_buckets!r}")
+    return tuple(sorted(set(length_buckets)))
 
 
 def dense_settings(layer):
@@ -60,6 +86,16 @@ class BertEmbedder(TaskModel):
     (its `y_true` is the data's `y`, zeros where there is none). The default loss is
     `ContrastiveLoss` (in-batch negatives), the optimizer `BertAdamW(5e-5)`, no metrics.
 
+    Length buckets: short queries need not pay for long documents' padding. `fit` and
+    `evaluate` pad each column of a batch on its own, to the smallest of `length_buckets`
+    that holds its longest text (with `"auto"`, up to 8 multiples of 8 up to the
+    preprocessor's `seq_length`: 16, 32, ..., 128 for 128), and the encoder runs on each
+    column at its length; so a run sees a few static shapes (XLA compiles each once), and
+    the loss and gradients are those of columns padded to `seq_length` (padding is masked
+    out). `length_buckets=None` pads every column to `seq_length` (one shape, `[batch, C,
+    seq_length]`), as does a model under `TPUStrategy`. `predict` on a tuple of columns pads
+    each to its own longest text.
+
     Args:
         encoder: a `BertEncoder`.
         pooling: a pooling mode, or a list of modes whose vectors are concatenated.
@@ -71,11 +107,16 @@ class BertEmbedder(TaskModel):
         default_prompt_name: the prompt `predict` uses when given none; None: no prompt.
         similarity: how vectors are compared (`similarity`): `"cosine"`, `"dot"`,
             `"euclidean"` or `"manhattan"` (sentence-transformers' `similarity_fn_name`).
+        length_buckets: the lengths training pads each column to (see above): `"auto"`,
+            a list of lengths (cut at, and completed by, the preprocessor's `seq_length`),
+            or None: every column to `seq_length`.
         preprocessor: None, or the layer that turns text into the inputs (see `TaskModel`).
         **kwargs: `name`, `trainable`, `task_settings`.
 
     Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`, or
-    `[batch, columns, seq]` for several texts per example; with a preprocessor also texts.
+    `[batch, columns, seq]` for several texts per example, or a tuple of `[batch, seq]`
+    tensors per name (one per column, each of its own length); with a preprocessor also
+    texts.
 
     Outputs: float32 `[batch, dim]` (`[batch, columns, dim]`).
 
@@ -101,7 +142,8 @@ class BertEmbedder(TaskModel):
     trains_pooler = False
 
     def __init__(self, encoder, pooling="mean", dense_layers=None, normalize=True,
-                 prompts=None, default_prompt_name=None, similarity="cosine", **kwargs):
+                 prompts=None, default_prompt_name=None, similarity="cosine",
+                 length_buckets="auto", **kwargs):
         self._check_encoder(encoder)
         dense_layers = [dense_settings(layer) for layer in dense_layers or ()]
         prompts = dict(prompts or {})
@@ -135,9 +177,15 @@ class BertEmbedder(TaskModel):
         self.prompts = prompts
         self.default_prompt_name = default_prompt_name
         self.similarity_name = similarity
+        self.length_buckets = check_length_buckets(length_buckets)
         self.compile()
 
     def call(self, inputs, training=None, mask=None):
+        if isinstance(inputs["token_ids"], (tuple, list)):  # columns of their own lengths
+            vectors = [super(BertEmbedder, self).call(
+                {name: inputs[name][index] for name in INPUT_NAMES}, training=training,
+                mask=mask) for index in range(len(inputs["token_ids"]))]
+            return ops.stack(vectors, axis=1)
         if len(inputs["token_ids"].shape) != 3:
             return super().call(inputs, training=training, mask=mask)
         # [batch, columns, seq]: every text is a row of one encoder batch.
@@ -148,10 +196,18 @@ class BertEmbedder(TaskModel):
 
     def preprocess_text(self, text, static_shape=None):
         """The inputs for a batch of texts `[batch, seq]`, or for a tuple of C columns of
-        texts `[batch, C, seq]` (every column packed alone, padded alike)."""
+        texts: with `static_shape` True (`fit`, `evaluate`) a tuple of C `[batch, seq]`
+        tensors per input name, each column padded to its length bucket (`length_buckets`;
+        None: `[batch, C, seq_length]`, every column packed alone, padded alike); False
+        (`predict`): each column padded to its longest text."""
         if not isinstance(text, tuple):
             return super().preprocess_text(text, static_shape)
         self._check_text(text)
+        buckets = self._column_lengths() if static_shape else ()
+        if buckets is not None and static_shape is not None:
+            packed = [self._pad_to_bucket(super(BertEmbedder, self).preprocess_text(
+                column, static_shape=False), buckets) for column in text]
+            return {name: tuple(column[name] for column in packed) for name in INPUT_NAMES}
         columns = [tf.convert_to_tensor(column, tf.string) for column in text]
         rows = super().preprocess_text(tf.concat(columns, 0), static_shape)
         # Column-major rows [C * batch, seq] -> [batch, C, seq].
@@ -159,6 +215,31 @@ class BertEmbedder(TaskModel):
                                                       value.shape[-1] or tf.shape(value)[-1]]),
                                    [1, 0, 2])
                 for name, value in rows.items()}
+
+    def _column_lengths(self):
+        """The lengths a training column is padded to (the preprocessor's seq_length last),
+        or None: every column to seq_length (no buckets, or a preprocessor that only pads
+        to its seq_length, or TPU, which needs one shape)."""
+        seq_length = getattr(self.preprocessor, "seq_length", None)
+        if (self.length_buckets is None or not self._preprocessor_takes_static_shape
+                or not isinstance(seq_length, int)
+                or isinstance(self.distribute_strategy, tf.distribute.TPUStrategy)):
+            return None
+        if self.length_buckets == "auto":
+            return auto_length_buckets(seq_length)
+        return (*(n for n in self.length_buckets if n < seq_length), seq_length)
+
+    def _pad_to_bucket(self, features, buckets):
+        """`features` padded to the smallest of `buckets` that holds their length (the
+        preprocessor's pad id in `token_ids`, zeros elsewhere)."""
+        if not buckets:
+            return features
+        length = tf.shape(features["token_ids"])[1]
+        bucket = tf.gather(buckets, tf.searchsorted(tf.constant(buckets), length[None]))[0]
+        pad_id = getattr(self.preprocessor, "pad_id", 0)
+        return {name: tf.pad(value, [[0, 0], [0, bucket - length]],
+                             constant_values=pad_id if name == "token_ids" else 0)
+                for name, value in features.items()}
 
     def _check_text(self, text):
         for column in text if isinstance(text, tuple) else (text,):
@@ -207,7 +288,10 @@ class BertEmbedder(TaskModel):
         return {**super().get_config(), "pooling": self.pooling,
                 "dense_layers": self.dense_layers, "normalize": self.normalize,
                 "prompts": self.prompts, "default_prompt_name": self.default_prompt_name,
-                "similarity": self.similarity_name}
+                "similarity": self.similarity_name,
+                "length_buckets": (list(self.length_buckets)
+                                   if isinstance(self.length_buckets, tuple)
+                                   else self.length_buckets)}
 
 
 def _with_prompt(x, prefix):

@@ -129,5 +129,6 @@ def embed_run(tmp_path_factory, tiny_config):
     run_dir = tmp_path_factory.mktemp("runs") / "embed"
     _kbc("finetune", "--task", "embed", "--train", DATA / "pairs.csv", "--validation",
          DATA / "pairs.csv", "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 16,
-         "--batch-size", 4, "--epochs", 1, "--learning-rate", 1e-3, "--run-dir", run_dir)
+         "--batch-size", 4, "--epochs", 1, "--learning-rate", 1e-3, "--length-buckets", 8, 16,
+         "--run-dir", run_dir)
     return run_dir

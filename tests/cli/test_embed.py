@@ -31,6 +31,7 @@ def test_a_finetuned_embedder_is_a_whole_model_with_retrieval_metrics(embed_run)
     assert isinstance(model, BertEmbedder)
     assert model.task_settings["name"] == "embed"
     assert model.task_settings["pair_columns"] == ["anchor", "positive"]
+    assert model.length_buckets == (8, 16)  # --length-buckets 8 16
     vectors = model.predict(["the cat sat", "she sings"], verbose=0)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1, rtol=1e-5)
 
@@ -92,6 +93,8 @@ def test_finetune_names_bad_pairs_in_one_line(kbc, tmp_path, text, message):
                                         "32-value vectors"),
     (["--task", "classify", "--scale", "5"], "--scale: for --task embed, not classify"),
     (["--batch-size", "32"], "the training data has 16 rows, fewer than --batch-size 32"),
+    (["--length-buckets", "8", "x"], "--length-buckets: 'auto', 'none' or positive lengths, "
+                                     "not 8 x"),
 ])
 def test_finetune_refuses_embedding_options_that_do_not_fit(kbc, tmp_path, tiny_config,
                                                              options, message):

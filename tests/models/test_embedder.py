@@ -113,10 +113,10 @@ def test_fit_embeds_each_column_and_the_loss_sees_batch_columns_dim():
     history = model.fit(columns, batch_size=2, epochs=1, verbose=0)  # no targets
     assert np.isfinite(history.history["loss"]).all()
     assert ShapeRecordingLoss.shapes == [((2,), (2, 3, 32))] * 2
-    # A dataset of (columns, scores) is packed the same way, [batch, columns, seq].
+    # A dataset of (columns, scores) is packed the same way, each column [batch, seq].
     data = tf.data.Dataset.from_tensor_slices((columns, [0.5, 1.0, 0.0, 1.0])).batch(2)
     ids = model.preprocess_text(next(iter(data))[0], static_shape=True)["token_ids"]
-    assert ids.shape == (2, 3, 8)
+    assert [column.shape for column in ids] == [(2, 8)] * 3
     # The training output of one example is the predicted vector of each of its texts.
     pair = model.predict((TEXTS[:2], TEXTS[2:]), verbose=0)
     np.testing.assert_allclose(pair[:, 1], model.predict(TEXTS[2:], verbose=0), atol=1e-5)
@@ -134,3 +134,42 @@ def test_keras_file_and_preset_round_trips(embedder, tmp_path):
     loaded, preprocessor = kbc.from_preset(folder)
     assert type(loaded).__name__ == "BertEmbedder" and preprocessor.seq_length == 16
     np.testing.assert_allclose(loaded.predict(TEXTS, verbose=0), expected, atol=1e-6)
+
+
+def test_length_buckets_pad_each_column_alone_and_change_no_loss_or_gradient():
+    config = dict(dropout=0.0, attention_dropout=0.0)
+    encoder = kbc.BertEncoder(kbc.BertConfig.preset(
+        "tiny", vocab_size=len(VOCAB), max_position_embeddings=64, num_layers=1,
+        hidden_size=32, num_heads=2, intermediate_size=64, **config))
+    model = kbc.BertEmbedder(encoder, preprocessor=kbc.BertPreprocessor(VOCAB, seq_length=32))
+    assert kbc.models.embedder.auto_length_buckets(32) == (8, 16, 24, 32)
+    columns = (["a red car", "fast", "the road", "blue"],
+               ["the blue car is slow " * 3, "a car on the road", "red " * 12, "slow car"])
+    bucketed = model.preprocess_text(columns, static_shape=True)
+    # Queries (5 wordpieces at most) in the 8 bucket, documents (17) in the 24 one.
+    assert [ids.shape for ids in bucketed["token_ids"]] == [(4, 8), (4, 24)]
+    model.length_buckets = None
+    padded = model.preprocess_text(columns, static_shape=True)
+    assert padded["token_ids"].shape == (4, 2, 32)
+
+    def loss_and_gradients(x):
+        with tf.GradientTape() as tape:
+            loss = model.compute_loss(x, None, model(x, training=True))
+        gradients = tape.gradient(loss, model.trainable_weights)
+        return [loss, *map(tf.convert_to_tensor, gradients)]
+
+    initial = [np.asarray(weight) for weight in model.trainable_weights]
+    expected = loss_and_gradients(padded)
+    for a, b in zip(loss_and_gradients(bucketed), expected, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=2e-5)
+    # `fit` (bucketed) takes the step of the padded batch: same loss, same update.
+    model.length_buckets = "auto"
+    model.compile(optimizer=keras.optimizers.SGD(0.1))
+    history = model.fit(columns, batch_size=4, epochs=1, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], [expected[0]], rtol=1e-5)
+    for before, after, gradient in zip(initial, model.trainable_weights, expected[1:],
+                                       strict=True):
+        np.testing.assert_allclose(after, before - 0.1 * np.asarray(gradient), atol=1e-5)
+    assert kbc.BertEmbedder.from_config(model.get_config()).length_buckets == "auto"
+    with pytest.raises(ValueError, match="length_buckets must be"):
+        kbc.BertEmbedder(tiny(), length_buckets=[0, 8])

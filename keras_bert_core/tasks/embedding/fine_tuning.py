@@ -65,7 +65,8 @@ class Embed(Task):
 
     The loss comes from the settings `loss` (one of `LOSSES`; default: `cosine` for scored
     pairs, else `contrastive`), `scale` (the contrastive losses') and `matryoshka_dims`
-    (train the vectors cut to each of these widths too: `MatryoshkaLoss`).
+    (train the vectors cut to each of these widths too: `MatryoshkaLoss`); the setting
+    `length_buckets` is the model's (`BertEmbedder`: how training pads each column).
 
     Example:
     >>> task = Embed({"loss": "symmetric", "scale": 10.0, "matryoshka_dims": [64, 32]})
@@ -137,6 +138,7 @@ class Embed(Task):
 
     def build_model(self, encoder, preprocessor=None):
         model = BertEmbedder(encoder, **self.settings.get("embedder", {}),
+                             length_buckets=self.settings.get("length_buckets", "auto"),
                              **self.model_arguments(preprocessor))
         # Started from an embedding model: its dense layers' weights (a resumed run: none
         # here, its backup has them).
