@@ -90,8 +90,8 @@ def _query_chunked_attention(query, key, value, padding_mask, chunk_size, dropou
     key_t = ops.swapaxes(key, 2, 3)
 
     # One chunk of queries per loop step, so only one chunk's scores live at a time. Each
-    # step adds its context into the carried [chunks, rows, chunk, size] output at its own
-    # chunk (a 0/1 weight per chunk): this converts to TFLite builtins and compiles with XLA,
+    # step writes its context into the carried [chunks, rows, chunk, size] output at its own
+    # chunk (a select on the chunk index): this converts to TFLite builtins and compiles with XLA,
     # where stacking with ops.map needs TensorList ops (TFLite lowers them only for static
     # shapes) and a pad by the loop index is no XLA compile-time constant.
     rows = batch * heads
@@ -103,9 +103,10 @@ def _query_chunked_attention(query, key, value, padding_mask, chunk_size, dropou
         scores = ops.matmul(ops.slice(queries, (0, 0, start, 0), (batch, heads, chunk, size)),
                             key_t)  # [batch, heads, chunk, seq]
         probs = _probabilities(scores, ops.expand_dims(bias, 1), value.dtype, dropout)
-        at_chunk = ops.cast(ops.equal(ops.arange(num_chunks, dtype="int32"), index), value.dtype)
-        context += ops.reshape(at_chunk, (num_chunks, 1, 1, 1)) * ops.reshape(
-            ops.matmul(probs, value), (1, rows, chunk, size))
+        at_chunk = ops.equal(ops.arange(num_chunks, dtype="int32"), index)
+        context = ops.where(ops.reshape(at_chunk, (num_chunks, 1, 1, 1)),
+                            ops.reshape(ops.matmul(probs, value), (1, rows, chunk, size)),
+                            context)
         return ops.reshape(context, shape)  # keeps a static shape static in the loop
 
     initial = ops.zeros((num_chunks, rows, chunk, size), value.dtype)
