@@ -57,7 +57,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import retrieval_task  # noqa: E402
 
-THREADS = 2
 REF_PYTHON = "/work/refvenv/bin/python"
 KBC_PYTHON = sys.executable  # run the script with the Python that has kbc
 WORK = os.path.join(common.REPO, "runs", "embedding_speed")
@@ -134,7 +133,7 @@ def embed_function(engine, args):
         import torch
         from sentence_transformers import SentenceTransformer
 
-        torch.set_num_threads(THREADS)
+        torch.set_num_threads(args.threads)
         model = SentenceTransformer(minilm_folder(), device="cpu")
         model.max_seq_length = args.max_length
         return lambda batch: model.encode(batch, batch_size=len(batch),
@@ -146,6 +145,7 @@ def embed_function(engine, args):
         tokenizer = Tokenizer.from_file(os.path.join(minilm_folder(), "tokenizer.json"))
         tokenizer.enable_truncation(args.max_length)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        serving_peers.THREADS = args.threads
         session = serving_peers.onnx_session(os.path.join(WORK, "model.onnx"))
 
         def embed(batch):
@@ -160,7 +160,8 @@ def embed_function(engine, args):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
-        found = [root for root, _, files in os.walk(os.path.join(WORK, "saved_model"))
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        found = [root for root, _, files in os.walk(args.saved_model)
                  if "saved_model.pb" in files]
         serving = tf.saved_model.load(found[0])
         signature = serving.signatures["serving_default"]
@@ -174,7 +175,7 @@ def embed_function(engine, args):
 
         interpreter = InterpreterWithCustomOps(
             model_path=os.path.join(WORK, "embedder.tflite"),
-            custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS, num_threads=THREADS)
+            custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS, num_threads=args.threads)
         runner = interpreter.get_signature_runner("serving_default")
 
         def embed(batch):
@@ -190,14 +191,18 @@ def throughput(engine, args):
     for kind, items in samples.items():
         batches = common.batches(items, args.batch)
         vectors = [embed(b) for b in batches]  # untimed pass: tracing, allocation
-        seconds = []
+        seconds, cpu = [], []
         for _ in range(args.repeats):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             for b in batches:
                 embed(b)
             seconds.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
         result[kind] = {"texts": len(items), "texts_per_s": round(len(items) / min(seconds), 1),
+                        "texts_per_cpu_s": round(len(items) / min(cpu), 1),
+                        "cpu_ms_per_batch": round(1000 * min(cpu) / len(batches), 1),
                         "pass_seconds": [round(s, 3) for s in seconds],
+                        "pass_cpu_seconds": [round(s, 3) for s in cpu],
                         "first_vector": [round(float(x), 5) for x in vectors[0][0][:4]]}
     return result
 
@@ -215,7 +220,7 @@ def step_seconds_st(args, train):
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from transformers import TrainerCallback
 
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(args.threads)
     model = SentenceTransformer(minilm_folder(), device="cpu")
     model.max_seq_length = args.train_length
     ends = []
@@ -337,6 +342,12 @@ def main():
                         help="file name under bench/results/")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads within an op, every engine (1: CPU time is the work "
+                             "alone, with no threads spinning while they wait)")
+    parser.add_argument("--saved-model", default=os.path.join(WORK, "saved_model"),
+                        help="the kbc SavedModel to serve (default: the one --step=kbc-export "
+                             "writes)")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--short-texts", type=int, default=256)
@@ -360,6 +371,7 @@ def main():
     args.engines = [e for e in args.engines.split(",") if e]
     export(args)
     shared = [f"--task={args.task}", f"--repeats={args.repeats}", f"--batch={args.batch}",
+              f"--threads={args.threads}", f"--saved-model={args.saved_model}",
               f"--max-length={args.max_length}", f"--short-texts={args.short_texts}",
               f"--long-texts={args.long_texts}", f"--train-batch={args.train_batch}",
               f"--train-length={args.train_length}", f"--train-warmup={args.train_warmup}",
@@ -382,8 +394,9 @@ def main():
         rounds.append(figures)
     result = {
         "settings": {k: getattr(args, k) for k in (
-            "batch", "max_length", "short_texts", "long_texts", "repeats", "train_batch",
-            "train_length", "train_warmup", "train_steps", "rounds", "kbc_jit")},
+            "threads", "saved_model", "batch", "max_length", "short_texts", "long_texts",
+            "repeats", "train_batch", "train_length", "train_warmup", "train_steps", "rounds",
+            "kbc_jit")},
         "machine": common.machine_info(), "rounds": rounds,
         "best": {e: best(rounds, e) for e in args.engines if any(e in r for r in rounds)},
     }

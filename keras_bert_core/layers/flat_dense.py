@@ -12,8 +12,8 @@ class FlatDense(keras.layers.Dense):
     On TensorFlow, Keras multiplies a `[batch, seq, width]` input through `tensordot`, whose
     reshapes and transposes keep grappler from fusing the matmul with the bias add that
     follows. Flattened, both run as one `_FusedMatMul` kernel (the gain: `keras_dense` in
-    bench/ablations.py; `fusion(dense=False)` turns it off). Same weights, arguments and
-    results as `keras.layers.Dense`.
+    bench/ablations.py; `fusion(dense=False)` turns it off), with a GELU that follows on
+    the flat rows too. Same weights, arguments and results as `keras.layers.Dense`.
 
     Example:
     >>> import numpy as np
@@ -23,8 +23,21 @@ class FlatDense(keras.layers.Dense):
     """
 
     def call(self, inputs, training=None):
-        if len(inputs.shape) == 2 or not fuses_dense():
+        if not fuses_dense():
             return super().call(inputs)
+        if len(inputs.shape) == 2:
+            return self._call_rows(inputs)
         shape = keras.ops.shape(inputs)
-        flat = super().call(keras.ops.reshape(inputs, (-1, shape[-1])))
+        flat = self._call_rows(keras.ops.reshape(inputs, (-1, shape[-1])))
         return keras.ops.reshape(flat, (*shape[:-1], self.units))
+
+    def _call_rows(self, rows):
+        if self.bias is None or keras.backend.backend() != "tensorflow":
+            return super().call(rows)
+        import tensorflow as tf
+
+        # BiasAdd, not Dense's AddV2: grappler fuses an activation after it (GELU) into the
+        # same kernel only behind a BiasAdd.
+        x = keras.ops.matmul(rows, self.kernel)
+        x = tf.nn.bias_add(x, keras.ops.cast(self.bias, x.dtype))
+        return x if self.activation is None else self.activation(x)

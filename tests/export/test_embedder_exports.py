@@ -50,6 +50,25 @@ def test_saved_model_serves_vectors_and_a_signature_per_prompt(embedder, saved_m
     assert unsupported_tf_serving_ops(saved_model_op_types(path)) == set()
 
 
+def test_served_as_tf_serving_runs_it_gelu_fuses_into_the_matmul(saved_model):
+    # A TF1 Session, grappler on, as TF Serving's model server loads the SavedModel: with
+    # oneDNN kernels the feed-forward's GELU runs inside the matmul's kernel (no Erf op).
+    tf1 = tf.compat.v1
+    with tf.Graph().as_default(), tf1.Session() as session:
+        meta = tf1.saved_model.loader.load(session, ["serve"], saved_model[0])
+        signature = meta.signature_def["serving_default"]
+        metadata = tf1.RunMetadata()
+        session.run(signature.outputs["embedding"].name,
+                    {signature.inputs["text"].name: [t.encode() for t in TEXTS]},
+                    options=tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE),
+                    run_metadata=metadata)
+    ran = {node.timeline_label.split(" = ", 1)[-1].split("(")[0]
+           for device in metadata.step_stats.dev_stats for node in device.node_stats}
+    if not any(op.startswith("_Mkl") for op in ran):
+        pytest.skip("TensorFlow runs without oneDNN here: no fused GELU kernel to check")
+    assert "Erf" not in ran and "Erfc" not in ran, sorted(ran)
+
+
 def test_tflite_vectors_equal_the_saved_models(embedder, saved_model, tmp_path):
     litert = pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-litert is not "
                                  "installed: the .tflite file is not run")
