@@ -1,9 +1,9 @@
 """`BertConfig`: the hyperparameters of a BERT network (and of RoBERTa, ALBERT and
-DistilBERT, which are configurations of the same layers), with named presets.
+DistilBERT and ModernBERT, which are configurations of the same layers), with named presets.
 
 The JSON form reads and writes both Hugging Face `config.json` and google-research
 `bert_config.json` (they share BERT's original key names), and reads Hugging Face's
-RoBERTa, ALBERT and DistilBERT `config.json`.
+RoBERTa, ALBERT, DistilBERT and ModernBERT `config.json`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _JSON_ALIASES = {
 # DistilBERT's own key names -> ours.
 _DISTILBERT_ALIASES = {"n_layers": "num_layers", "n_heads": "num_heads", "dim": "hidden_size",
                        "hidden_dim": "intermediate_size", "activation": "hidden_act"}
-FAMILIES = ("bert", "roberta", "albert", "distilbert")
+FAMILIES = ("bert", "roberta", "albert", "distilbert", "modernbert")
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu", "tanh")
 # Hugging Face spellings of the tanh-approximate GELU.
 _ACTIVATION_ALIASES = {"gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
@@ -48,7 +48,9 @@ class BertConfig:
         type_vocab_size: number of segment (token type) ids.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
-        position_embedding: `"learned"` (BERT) or `"sinusoidal"` (fixed, no weights).
+        position_embedding: `"learned"` (BERT), `"sinusoidal"` (fixed, no weights) or
+            `"rotary"` (ModernBERT: no table; queries and keys rotate by position in every
+            attention layer, by `rotary_theta`).
         embedding_size: ALBERT-style factorized embedding width, projected up to
             `hidden_size`; `None` means `hidden_size`.
         norm_first: pre-LayerNorm blocks (plus a final LayerNorm) instead of BERT's post-LN.
@@ -63,9 +65,24 @@ class BertConfig:
             layer on the pooled output (BERT, ALBERT); `"tanh"` (RoBERTa) or `"relu"`
             (DistilBERT): a hidden dense layer with that activation on the first token's
             output, then the dense layer to the classes.
-        family: `"bert"`, `"roberta"`, `"albert"` or `"distilbert"`: which family's files a
-            checkpoint of this configuration uses (weight names, `model_type`). A
-            `type_vocab_size` of 0 means no segment embeddings (DistilBERT).
+        family: `"bert"`, `"roberta"`, `"albert"`, `"distilbert"` or `"modernbert"`: which
+            family's files a checkpoint of this configuration uses (weight names,
+            `model_type`). A `type_vocab_size` of 0 means no segment embeddings (DistilBERT,
+            ModernBERT).
+        use_bias: whether dense layers and LayerNorms have biases (ModernBERT's have none).
+        gated_feed_forward: the feed-forward's first layer is `2 * intermediate_size` wide
+            and its second half gates the activated first (GeGLU with GELU, ModernBERT's).
+        rotary_theta: the rotary base of the global attention layers (`"rotary"` positions).
+        local_rotary_theta: the rotary base of the local (sliding-window) layers.
+        local_attention_window: the sliding window of the local layers, in tokens: a token
+            attends to those at most half of it away (ModernBERT: 128). `None`: every layer
+            attends globally.
+        global_attention_every: with a window, layers 0, n, 2n... attend globally and the
+            others locally.
+        first_block_attention_norm: whether the first pre-LN block normalizes its attention
+            input (ModernBERT's does not: its embeddings end with a norm).
+        classifier_pooling: what the sequence classifier reads: `"cls"` (the first token) or
+            `"mean"` (the mean over real tokens; ModernBERT's option).
 
     Example:
     >>> cfg = BertConfig.preset("tiny")
@@ -95,6 +112,14 @@ class BertConfig:
     pooler: bool = True
     classifier_activation: str | None = None
     family: str = "bert"
+    use_bias: bool = True
+    gated_feed_forward: bool = False
+    rotary_theta: float = 10000.0
+    local_rotary_theta: float = 10000.0
+    local_attention_window: int | None = None
+    global_attention_every: int = 1
+    first_block_attention_norm: bool = True
+    classifier_pooling: str = "cls"
 
     def __post_init__(self):
         self.hidden_act = _ACTIVATION_ALIASES.get(self.hidden_act, self.hidden_act)
@@ -126,9 +151,18 @@ class BertConfig:
                             f"num_heads {self.num_heads}")
         if self.hidden_act not in _ACTIVATIONS:
             problems.append(f"hidden_act {self.hidden_act!r} is not one of {_ACTIVATIONS}")
-        if self.position_embedding not in ("learned", "sinusoidal"):
-            problems.append("position_embedding must be 'learned' or 'sinusoidal', "
+        if self.position_embedding not in ("learned", "sinusoidal", "rotary"):
+            problems.append("position_embedding must be 'learned', 'sinusoidal' or 'rotary', "
                             f"got {self.position_embedding!r}")
+        window, every = self.local_attention_window, self.global_attention_every
+        if window is not None and (not isinstance(window, int) or window < 2):
+            problems.append(f"local_attention_window must be None or an integer >= 2, "
+                            f"got {window!r}")
+        if not isinstance(every, int) or every < 1:
+            problems.append(f"global_attention_every must be a positive integer, got {every!r}")
+        if self.classifier_pooling not in ("cls", "mean"):
+            problems.append(f"classifier_pooling must be 'cls' or 'mean', "
+                            f"got {self.classifier_pooling!r}")
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 problems.append(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
@@ -140,6 +174,10 @@ class BertConfig:
     @property
     def head_size(self) -> int:
         return self.hidden_size // self.num_heads
+
+    def is_global_layer(self, index) -> bool:
+        """Whether layer `index` attends over the whole sequence (not within the window)."""
+        return self.local_attention_window is None or index % self.global_attention_every == 0
 
     @property
     def max_sequence_length(self) -> int:
@@ -193,7 +231,7 @@ trained with
     def preset(cls, name: str, **overrides) -> BertConfig:
         """A named configuration: BERT's tiny, mini, small, medium, base, large (Turc et al. /
         BERT paper); roberta_base, roberta_large; albert_base, albert_large, albert_xlarge,
-        albert_xxlarge (ALBERT v2); distilbert_base."""
+        albert_xxlarge (ALBERT v2); distilbert_base; modernbert_base, modernbert_large."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
@@ -257,11 +295,42 @@ def _family_settings(values):
                 "position_offset": values.get("pad_token_id", 1) + 1}
     if model_type == "albert":
         return {"family": "albert", "num_layer_groups": values.get("num_hidden_groups", 1)}
+    if model_type == "modernbert" and "position_embedding" not in values:
+        return _modernbert_settings(values)  # (our own JSON spells every field out)
     if model_type == "distilbert":
         # Its sinusoidal variant stores the table too: it loads as a learned one.
         return {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
                 "classifier_activation": "relu"}
     return {}
+
+
+def _modernbert_settings(values):
+    """Our fields from a Hugging Face ModernBERT `config.json` (its own key names; the
+    hub's files and transformers 5's spell layer types and rotary bases differently)."""
+    ropes = values.get("rope_parameters") or {}
+    every = values.get("global_attn_every_n_layers")
+    if every is None and values.get("layer_types"):
+        types = values["layer_types"]
+        globals_ = [i for i, kind in enumerate(types) if kind == "full_attention"]
+        every = globals_[1] if len(globals_) > 1 else len(types)
+    sizes = ("vocab_size", "max_position_embeddings", "attention_dropout")
+    settings = {
+        **{key: value for key, value in _MODERNBERT.items() if key not in sizes},
+        "hidden_act": values.get("hidden_activation", "gelu"),
+        "layer_norm_eps": values.get("norm_eps", 1e-5),
+        "dropout": values.get("mlp_dropout", 0.0),
+        "use_bias": bool(values.get("mlp_bias", False) or values.get("attention_bias", False)
+                         or values.get("norm_bias", False)),
+        "rotary_theta": float((ropes.get("full_attention") or {}).get(
+            "rope_theta", values.get("global_rope_theta", 160000.0))),
+        "local_rotary_theta": float((ropes.get("sliding_attention") or {}).get(
+            "rope_theta", values.get("local_rope_theta", 10000.0))),
+        "local_attention_window": values.get("local_attention", 128),
+        "global_attention_every": every or 3,
+        "classifier_pooling": values.get("classifier_pooling", "cls"),
+        "classifier_activation": values.get("classifier_activation", "gelu"),
+    }
+    return settings
 
 
 _ROBERTA = {"family": "roberta", "vocab_size": 50265, "max_position_embeddings": 514,
@@ -273,6 +342,16 @@ _ALBERT = {"family": "albert", "vocab_size": 30000, "embedding_size": 128,
            "attention_dropout": 0.0}
 _DISTILBERT = {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
                "classifier_activation": "relu"}
+
+# ModernBERT: rotary positions, GeGLU, no biases, global attention every third layer and a
+# 128-token window in the others, a final norm; its BPE has 50,368 rows.
+_MODERNBERT = {"family": "modernbert", "vocab_size": 50368, "max_position_embeddings": 8192,
+               "type_vocab_size": 0, "layer_norm_eps": 1e-5, "dropout": 0.0,
+               "attention_dropout": 0.0, "position_embedding": "rotary", "norm_first": True,
+               "pooler": False, "classifier_activation": "gelu", "use_bias": False,
+               "gated_feed_forward": True, "rotary_theta": 160000.0,
+               "local_rotary_theta": 10000.0, "local_attention_window": 128,
+               "global_attention_every": 3, "first_block_attention_norm": False}
 
 PRESETS = {
     "tiny": _size(2, 128),
@@ -288,4 +367,8 @@ PRESETS = {
     "albert_xlarge": {**_size(24, 2048), **_ALBERT, "num_heads": 16},
     "albert_xxlarge": {**_size(12, 4096), **_ALBERT},
     "distilbert_base": {**_size(6, 768), **_DISTILBERT},
+    "modernbert_base": {**_MODERNBERT, "num_layers": 22, "hidden_size": 768, "num_heads": 12,
+                        "intermediate_size": 1152},
+    "modernbert_large": {**_MODERNBERT, "num_layers": 28, "hidden_size": 1024,
+                         "num_heads": 16, "intermediate_size": 2624},
 }

@@ -13,7 +13,8 @@ def test_presets_have_the_published_sizes():
         assert (cfg.num_layers, cfg.hidden_size, cfg.num_heads) == (layers, hidden, heads)
         assert cfg.intermediate_size == 4 * hidden
     family_presets = {"roberta_base", "roberta_large", "albert_base", "albert_large",
-                      "albert_xlarge", "albert_xxlarge", "distilbert_base"}
+                      "albert_xlarge", "albert_xxlarge", "distilbert_base",
+                      "modernbert_base", "modernbert_large"}
     assert set(PRESETS) == set(expected) | family_presets
 
 
@@ -75,3 +76,10 @@ def test_a_vocabulary_fills_its_model_s_word_embeddings_up_to_hardware_padding()
     for size, problem in ((1000, "was cut"), (13409, "was cut"), (30523, "have only")):
         with pytest.raises(VocabularyMismatchError, match=f"has {size:,} tokens.*{problem}"):
             config.check_fits(size, 128)
+
+
+def test_modernbert_config_round_trips_through_our_json(tmp_path):
+    cfg = BertConfig.preset("modernbert_base", local_attention_window=64, vocab_size=1000)
+    path = tmp_path / "config.json"
+    cfg.to_json(path)
+    assert BertConfig.from_json(path) == cfg

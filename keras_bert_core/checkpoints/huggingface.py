@@ -1,4 +1,4 @@
-"""Hugging Face checkpoints of BERT, RoBERTa, ALBERT and DistilBERT: `config.json` +
+"""Hugging Face checkpoints of BERT, RoBERTa, ALBERT, DistilBERT and ModernBERT: `config.json` +
 `model.safetensors` (or its shards).
 
 Base-model keys (`encoder.layer.0...`) and those of the pretraining, masked-LM and
@@ -14,6 +14,7 @@ import os
 import re
 import warnings
 
+from keras_bert_core.checkpoints import huggingface_modernbert as modernbert
 from keras_bert_core.checkpoints.readers import RenamedReader, SafetensorsReader
 from keras_bert_core.checkpoints.weights import (
     Source,
@@ -160,9 +161,15 @@ def _read_config(path):
         except ValueError as e:
             raise CheckpointError(f"{path}: not valid JSON ({e})") from None
     model_type = values.get("model_type", "bert")
-    if model_type not in _FAMILIES:
+    if model_type not in (*_FAMILIES, "modernbert"):
         raise CheckpointError(f"{path}: model_type {model_type!r} is not one of BERT's family "
-                              f"({', '.join(_FAMILIES)})")
+                              f"({', '.join(_FAMILIES)}, modernbert)")
+    if model_type == "modernbert":
+        biases = {key: bool(values.get(key, False))
+                  for key in ("mlp_bias", "attention_bias", "norm_bias")}
+        if len(set(biases.values())) > 1:
+            raise CheckpointError(f"{path}: {biases} mixes biased and bias-free layers; "
+                                  "keras_bert_core's ModernBERT has biases everywhere or nowhere")
     if model_type == "albert" and values.get("inner_group_num", 1) != 1:
         raise CheckpointError(f"{path}: inner_group_num {values['inner_group_num']} is not "
                               "supported (ALBERT's published models use 1)")
@@ -192,16 +199,16 @@ def _open(path):
         decoder_bias = bias.replace(".bias", ".decoder.bias")
         if bias not in names and decoder_bias in names:
             names[bias] = names.pop(decoder_bias)
-    return config_file, RenamedReader(reader, names)
+    return config_file, modernbert.SplitQKVReader(RenamedReader(reader, names))
 
 
 def _prefix(reader, family):
-    prefix = _FAMILIES[family]["prefix"]
+    prefix = modernbert.PREFIX if family == "modernbert" else _FAMILIES[family]["prefix"]
     return prefix if any(key.startswith(prefix) for key in reader.shapes) else ""
 
 
 def load(path, config=None):
-    """Load a Hugging Face BERT, RoBERTa, ALBERT or DistilBERT checkpoint into a new
+    """Load a Hugging Face BERT, RoBERTa, ALBERT, DistilBERT or ModernBERT checkpoint into a new
     `BertEncoder` (the family comes from `config.json`'s `model_type`).
 
     Args:
@@ -222,11 +229,15 @@ def load(path, config=None):
         warnings.warn(f"{path}: no pooler weights; pooled_output comes from freshly "
                       "initialized weights", stacklevel=3)
         variables = {name: v for name, v in variables.items() if not name.startswith("pooler/")}
-    scopes = tuple(prefix + scope for scope in _FAMILIES[family]["scopes"])
+    if family == "modernbert":
+        scopes = tuple(prefix + scope for scope in modernbert.SCOPES)
+        source = lambda name: modernbert.modernbert_source(name, prefix)  # noqa: E731
+    else:
+        scopes = tuple(prefix + scope for scope in _FAMILIES[family]["scopes"])
+        source = lambda name: _source(name, prefix, family)  # noqa: E731
     buffers = tuple(f"{prefix}embeddings.{name}" for name in ("position_ids", "token_type_ids"))
-    assign_checked(
-        variables, reader, lambda name: _source(name, prefix, family),
-        lambda key: key.startswith(scopes) and key not in buffers)
+    assign_checked(variables, reader, source,
+                   lambda key: key.startswith(scopes) and key not in buffers)
     return encoder, config
 
 

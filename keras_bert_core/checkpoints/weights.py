@@ -55,11 +55,14 @@ _BLOCK_NORMS = {"attention/output/LayerNorm": "attention_norm", "output/LayerNor
 
 
 def _dense(name, layer):
-    return {f"{name}/kernel": layer.kernel, f"{name}/bias": layer.bias}
+    # (ModernBERT's layers have no biases.)
+    weights = {f"{name}/kernel": layer.kernel, f"{name}/bias": layer.bias}
+    return {key: value for key, value in weights.items() if value is not None}
 
 
 def _norm(name, layer):
-    return {f"{name}/gamma": layer.gamma, f"{name}/beta": layer.beta}
+    weights = {f"{name}/gamma": layer.gamma, f"{name}/beta": layer.beta}
+    return {key: value for key, value in weights.items() if value is not None}
 
 
 def encoder_variables(encoder):
@@ -86,7 +89,8 @@ def encoder_variables(encoder):
         for name, attribute in _BLOCK_DENSES.items():
             weights.update(_dense(prefix + name, operator.attrgetter(attribute)(block)))
         for name, attribute in _BLOCK_NORMS.items():
-            weights.update(_norm(prefix + name, getattr(block, attribute)))
+            if getattr(block, attribute) is not None:  # ModernBERT's first attention norm
+                weights.update(_norm(prefix + name, getattr(block, attribute)))
     if encoder.final_norm is not None:
         weights.update(_norm("encoder/final_norm", encoder.final_norm))
     if encoder.pooler is not None:

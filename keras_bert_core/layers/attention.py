@@ -5,8 +5,18 @@ from keras import ops
 
 from keras_bert_core.layers.attention_masks import MASK_PENALTY, attention_bias
 from keras_bert_core.layers.flat_dense import FlatDense
+from keras_bert_core.layers.rotary import rotary_tables, rotate
 
 __all__ = ["MASK_PENALTY", "MultiHeadSelfAttention", "attention_bias"]
+
+
+def window_bias(bias, window):
+    """`bias` (from `attention_bias`) with the keys more than `window // 2` positions from
+    their query masked too: ModernBERT's sliding-window attention (a token sees
+    `window + 1` positions, as Hugging Face's mask counts them)."""
+    index = ops.cumsum(ops.ones_like(bias[0, 0, 0]), axis=0)
+    distance = ops.abs(ops.expand_dims(index, 1) - ops.expand_dims(index, 0))
+    return bias + ops.where(ops.greater(distance, window // 2), MASK_PENALTY, 0.0)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -20,6 +30,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         head_size: width of every head; the layer's width is `num_heads * head_size`.
         dropout: dropout on the attention probabilities.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        use_bias: whether the projections have biases (ModernBERT's have none).
+        rotary_theta: the base of rotary position embeddings on queries and keys (the
+            call then takes `position_ids`); `None` for none (BERT).
 
     Call arguments:
         x: the queries' states `[batch, queries, num_heads * head_size]`.
@@ -30,6 +43,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return_attention: also return the attention probabilities, float32
             `[batch, num_heads, queries, keys]` (before dropout), as `(outputs, probs)`:
             what attention-transfer distillation compares. Off by default.
+        position_ids: int32 `[batch, keys]`, the context's positions (rotary only).
+        query_position_ids: int32 `[batch, queries]`, the queries' positions where `x` is
+            not the context; `None` means `position_ids`.
 
     Example:
     >>> import numpy as np
@@ -43,17 +59,20 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     ((1, 2, 5, 5), True)
     """
 
-    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
+                 use_bias=True, rotary_theta=None, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.head_size = head_size
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.use_bias = use_bias
+        self.rotary_theta = rotary_theta
         width = num_heads * head_size
 
         def dense(name):
             return FlatDense(
-                width, kernel_initializer=keras.initializers.TruncatedNormal(
+                width, use_bias=use_bias, kernel_initializer=keras.initializers.TruncatedNormal(
                     stddev=initializer_range),
                 dtype=self.dtype_policy, name=name)
 
@@ -68,7 +87,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             layer.build(input_shape)
         self.built = True
 
-    def call(self, x, bias, context=None, training=None, return_attention=False):
+    def call(self, x, bias, context=None, training=None, return_attention=False,
+             position_ids=None, query_position_ids=None):
         # The projections run on [rows, width] and their outputs go straight to
         # [batch, seq, heads, head_size]: no [batch, seq, width] step in between, one shape
         # for all three when the context is `x`, and the scale applied to the queries, not
@@ -87,6 +107,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         query = ops.reshape(self.query(rows) * ops.cast(self.head_size**-0.5, self.compute_dtype),
                             query_heads)
         key = ops.reshape(self.key(context_rows), key_heads)
+        if self.rotary_theta is not None:
+            # Scaling the queries first is the same: the rotation is linear.
+            tables = rotary_tables(position_ids, self.head_size, self.rotary_theta)
+            key = rotate(key, *tables)
+            if query_position_ids is not None:
+                tables = rotary_tables(query_position_ids, self.head_size, self.rotary_theta)
+            query = rotate(query, *tables)
         value = ops.reshape(self.value(context_rows), key_heads)
         scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)), ops.transpose(key, (0, 2, 3, 1)))
         scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
@@ -104,7 +131,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return input_shape
 
     def compute_output_spec(self, x, bias, context=None, training=None,
-                            return_attention=False):
+                            return_attention=False, position_ids=None, query_position_ids=None):
         outputs = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
         if not return_attention:
             return outputs
@@ -119,4 +146,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "head_size": self.head_size,
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
+            "use_bias": self.use_bias,
+            "rotary_theta": self.rotary_theta,
         }

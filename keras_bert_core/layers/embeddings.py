@@ -26,7 +26,8 @@ class BertEmbeddings(keras.layers.Layer):
         embedding_size: width of the word/position/segment tables; when it differs from
             `hidden_size` a dense projection follows the LayerNorm (ALBERT's factorization).
             `None` means `hidden_size`.
-        position_embedding: `"learned"` (BERT) or `"sinusoidal"` (fixed sin/cos, no weights).
+        position_embedding: `"learned"` (BERT), `"sinusoidal"` (fixed sin/cos, no weights) or
+            `"rotary"` (none here: the attention layers rotate queries and keys).
         dropout: dropout rate after the LayerNorm.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal table initializer.
@@ -34,6 +35,7 @@ class BertEmbeddings(keras.layers.Layer):
             matmul has a dense gradient, which compiles under XLA inside `tf.distribute`
             and is faster on TPUs and for small vocabularies.
         position_offset: added to every position id (RoBERTa counts positions from 2).
+        use_bias: whether the LayerNorm has a bias (ModernBERT's has none).
 
     Call arguments:
         token_ids: int32 `[batch, seq]`.
@@ -54,7 +56,7 @@ class BertEmbeddings(keras.layers.Layer):
     def __init__(self, vocab_size, hidden_size, max_position_embeddings=512, type_vocab_size=2,
                  embedding_size=None, position_embedding="learned", dropout=0.0,
                  layer_norm_eps=1e-12, initializer_range=0.02, one_hot_lookup=False,
-                 position_offset=0, **kwargs):
+                 position_offset=0, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -67,10 +69,11 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.one_hot_lookup = one_hot_lookup
         self.position_offset = position_offset
+        self.use_bias = use_bias
         self.table_size = embedding_size or hidden_size
         # LayerNorm statistics stay in float32 under mixed precision.
         self.layer_norm = LayerNorm(
-            epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
+            epsilon=layer_norm_eps, center=use_bias, dtype="float32", name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None
         if self.table_size != hidden_size:
@@ -115,9 +118,10 @@ class BertEmbeddings(keras.layers.Layer):
         return _sinusoidal(position_ids + offset, self.table_size, self.compute_dtype)
 
     def call(self, token_ids, segment_ids, position_ids=None, training=None):
-        seq_length = ops.shape(token_ids)[1]
-        positions = ops.cast(self._positions(position_ids, seq_length), self.compute_dtype)
-        x = self._lookup(self.word_embeddings, token_ids) + positions
+        x = self._lookup(self.word_embeddings, token_ids)
+        if self.position_embedding != "rotary":
+            seq_length = ops.shape(token_ids)[1]
+            x = x + ops.cast(self._positions(position_ids, seq_length), self.compute_dtype)
         if self.token_type_embeddings is not None:
             # Segment tables have 1 or 2 rows: the one-hot product is the cheaper lookup.
             x = x + ops.matmul(
@@ -146,6 +150,7 @@ class BertEmbeddings(keras.layers.Layer):
             "initializer_range": self.initializer_range,
             "one_hot_lookup": self.one_hot_lookup,
             "position_offset": self.position_offset,
+            "use_bias": self.use_bias,
         }
 
 

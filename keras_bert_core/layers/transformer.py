@@ -25,6 +25,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel initializer.
         remat: recompute the block's activations in the backward pass instead of keeping
             them (gradient checkpointing): less memory for some extra compute.
+        use_bias: whether the dense layers and norms have biases (ModernBERT's have none).
+        gated_feed_forward: the first feed-forward layer is `2 * intermediate_size` wide
+            and its second half gates the activated first (GeGLU with `"gelu"`).
+        attention_norm: with `norm_first`, whether the attention input is normalized
+            (ModernBERT's first block takes the normalized embeddings as they are).
+        rotary_theta: the rotary base of the attention (see `MultiHeadSelfAttention`);
+            the call then takes `position_ids`.
 
     Call arguments:
         x: `[batch, seq, width]`.
@@ -35,6 +42,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return_attention: also return the attention probabilities, float32
             `[batch, num_heads, outputs, seq]`, as `(outputs, probs)` (attention-transfer
             distillation reads the last block's). Off by default.
+        position_ids: int32 `[batch, seq]`, for rotary position embeddings.
 
     Example:
     >>> import numpy as np
@@ -54,7 +62,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
                  attention_dropout=0.0, layer_norm_eps=1e-12, norm_first=False,
-                 initializer_range=0.02, remat=False, **kwargs):
+                 initializer_range=0.02, remat=False, use_bias=True,
+                 gated_feed_forward=False, attention_norm=True, rotary_theta=None, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
@@ -67,6 +76,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.norm_first = norm_first
         self.initializer_range = initializer_range
         self.remat = remat
+        self.use_bias = use_bias
+        self.gated_feed_forward = gated_feed_forward
+        self.attention_norm_enabled = attention_norm
+        self.rotary_theta = rotary_theta
 
     def build(self, input_shape):
         width = input_shape[-1]
@@ -76,18 +89,22 @@ class TransformerEncoderBlock(keras.layers.Layer):
         policy = self.dtype_policy
         self.attention = MultiHeadSelfAttention(
             self.num_heads, width // self.num_heads, dropout=self.attention_dropout,
-            initializer_range=self.initializer_range, dtype=policy, name="attention")
-        self.attention_norm = LayerNorm(
-            epsilon=self.layer_norm_eps, dtype="float32", name="attention_norm")
+            initializer_range=self.initializer_range, use_bias=self.use_bias,
+            rotary_theta=self.rotary_theta, dtype=policy, name="attention")
+        self.attention_norm = None
+        if self.attention_norm_enabled:
+            self.attention_norm = LayerNorm(epsilon=self.layer_norm_eps, center=self.use_bias,
+                                            dtype="float32", name="attention_norm")
+            self.attention_norm.build(input_shape)
         self.intermediate = FlatDense(
-            self.intermediate_size, kernel_initializer=init, dtype=policy, name="intermediate")
+            self.intermediate_size * (2 if self.gated_feed_forward else 1),
+            use_bias=self.use_bias, kernel_initializer=init, dtype=policy, name="intermediate")
         self.output_dense = FlatDense(
-            width, kernel_initializer=init, dtype=policy, name="output")
-        self.output_norm = LayerNorm(
-            epsilon=self.layer_norm_eps, dtype="float32", name="output_norm")
+            width, use_bias=self.use_bias, kernel_initializer=init, dtype=policy, name="output")
+        self.output_norm = LayerNorm(epsilon=self.layer_norm_eps, center=self.use_bias,
+                                     dtype="float32", name="output_norm")
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=policy, name="dropout")
         self.attention.build(input_shape)
-        self.attention_norm.build(input_shape)
         self.intermediate.build(input_shape)
         self.output_dense.build((*input_shape[:-1], self.intermediate_size))
         self.output_norm.build(input_shape)
@@ -101,39 +118,54 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # On [rows, width] from end to end: the activation then follows the intermediate
         # matmul directly, and fuses into its kernel at inference (see `FlatDense`).
         rows = ops.reshape(x, (-1, ops.shape(x)[-1]))
-        h = activate(self.activation, self.intermediate(rows), training)
+        h = self.intermediate(rows)
+        if self.gated_feed_forward:  # GeGLU: the second half gates the activated first
+            h = activate(self.activation, h[:, :self.intermediate_size], training) * h[
+                :, self.intermediate_size:]
+        else:
+            h = activate(self.activation, h, training)
         out = ops.reshape(self.output_dense(h), ops.shape(x))
         return self.dropout_layer(out, training=training)
 
-    def call(self, x, bias, output_positions=None, training=None, return_attention=False):
+    def call(self, x, bias, output_positions=None, training=None, return_attention=False,
+             position_ids=None):
         if output_positions is not None:
             # The queries' rows of the bias: [batch, 1, outputs, seq].
             rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
             bias = ops.take_along_axis(bias, rows, axis=2)
 
-        def forward(x, bias, *positions):
-            return self._forward(x, bias, positions[0] if positions else None, training,
-                                 return_attention)
+        def forward(x, bias, *rest):
+            rest = dict(zip(names, rest, strict=True))
+            return self._forward(x, bias, rest.get("outputs"), training, return_attention,
+                                 rest.get("position_ids"))
 
-        args = (x, bias) if output_positions is None else (x, bias, output_positions)
+        optional = {"outputs": output_positions, "position_ids": position_ids}
+        names = [name for name, value in optional.items() if value is not None]
+        args = (x, bias, *(optional[name] for name in names))
         if self.remat:
             # On TensorFlow keras.remat is tf.recompute_grad, which takes positional tensors
             # only inside tf.function: close over `training`.
             return keras.remat(forward)(*args)
         return forward(*args)
 
-    def _forward(self, x, bias, positions, training, return_attention=False):
+    def _forward(self, x, bias, positions, training, return_attention=False,
+                 position_ids=None):
         def outputs_of(states):
             if positions is None:
                 return states
             return ops.take_along_axis(states, ops.expand_dims(positions, 2), axis=1)
 
-        # Only the opt-in path passes the argument: the default call is unchanged.
+        # Only the opt-in paths pass these arguments: the default call is unchanged.
         attention_kwargs = {"return_attention": True} if return_attention else {}
+        if position_ids is not None:
+            attention_kwargs["position_ids"] = position_ids
+            if positions is not None:
+                attention_kwargs["query_position_ids"] = ops.take_along_axis(
+                    position_ids, positions, axis=1)
         probs = None
         queries = outputs_of(x)
         if self.norm_first:
-            normed = self._norm(self.attention_norm, x)
+            normed = x if self.attention_norm is None else self._norm(self.attention_norm, x)
             attended = self.attention(outputs_of(normed), bias, context=normed,
                                       training=training, **attention_kwargs)
             if return_attention:
@@ -150,13 +182,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = self._norm(self.output_norm, x + self._feed_forward(x, training))
         return (x, probs) if return_attention else x
 
-    def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None):
+    def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None,
+                             position_ids_shape=None):
         if output_positions_shape is None:
             return x_shape
         return (*output_positions_shape, x_shape[-1])
 
     def compute_output_spec(self, x, bias, output_positions=None, training=None,
-                            return_attention=False):
+                            return_attention=False, position_ids=None):
         shape = self.compute_output_shape(
             x.shape, bias.shape, None if output_positions is None else output_positions.shape)
         outputs = keras.KerasTensor(shape, dtype=self.compute_dtype)
@@ -177,4 +210,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             "norm_first": self.norm_first,
             "initializer_range": self.initializer_range,
             "remat": self.remat,
+            "use_bias": self.use_bias,
+            "gated_feed_forward": self.gated_feed_forward,
+            "attention_norm": self.attention_norm_enabled,
+            "rotary_theta": self.rotary_theta,
         }

@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert_core.config import BertConfig
-from keras_bert_core.layers.attention import attention_bias
+from keras_bert_core.layers.attention import attention_bias, window_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
 from keras_bert_core.layers.layer_norm import LayerNorm
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
@@ -17,20 +17,27 @@ def encoder_inputs(name_prefix=""):
             for name in INPUT_NAMES}
 
 
-def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=None,
+def _encode(config, inputs, embeddings, blocks, final_norm, pooler, output_positions=None,
             output_encoder_outputs=False, training=None, return_attention=False):
     """The encoder's computation on its layers (see `BertEncoder.encode`)."""
     # Only the opt-in paths pass these arguments: the default graph is unchanged.
     kwargs = {} if training is None else {"training": training}
+    positions = document_positions(inputs["padding_mask"])
+    if config.position_embedding == "rotary":
+        kwargs["position_ids"] = positions
     last_kwargs = {**kwargs, "return_attention": True} if return_attention else kwargs
-    x = embeddings(inputs["token_ids"], inputs["segment_ids"],
-                   document_positions(inputs["padding_mask"]), **kwargs)
+    x = embeddings(inputs["token_ids"], inputs["segment_ids"], positions,
+                   **({} if training is None else {"training": training}))
     bias = attention_bias(inputs["padding_mask"])
+    local_bias = (None if config.local_attention_window is None
+                  else window_bias(bias, config.local_attention_window))
+    biases = [bias if config.is_global_layer(index) else local_bias
+              for index in range(len(blocks))]
     layer_outputs = []
-    for block in blocks[:-1]:
-        x = block(x, bias, **kwargs)
+    for block, block_bias in zip(blocks[:-1], biases[:-1], strict=True):
+        x = block(x, block_bias, **kwargs)
         layer_outputs.append(x)
-    x = blocks[-1](x, bias, output_positions=output_positions, **last_kwargs)
+    x = blocks[-1](x, biases[-1], output_positions=output_positions, **last_kwargs)
     if return_attention:
         x, attention_probs = x
     layer_outputs.append(x)
@@ -46,14 +53,22 @@ def _encode(inputs, embeddings, blocks, final_norm, pooler, output_positions=Non
     return outputs
 
 
+def _rotary_theta(config, index):
+    if config.position_embedding != "rotary":
+        return None
+    return config.rotary_theta if config.is_global_layer(index) else config.local_rotary_theta
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_core")
 class BertEncoder(keras.Model):
     """BERT: embeddings, a stack of transformer blocks and the [CLS] pooler.
 
     A functional model, so it nests into task models, saves as `.keras` and exports. Its
     `BertConfig` also makes RoBERTa (position offset, one token type), ALBERT (factorized
-    embeddings, blocks sharing weights in `num_layer_groups` groups) and DistilBERT (no
-    token types, no pooler): see `BertConfig.preset("albert_base")` and the others.
+    embeddings, blocks sharing weights in `num_layer_groups` groups), DistilBERT (no
+    token types, no pooler) and ModernBERT (rotary positions, GeGLU, no biases, pre-LN,
+    sliding-window attention between global layers): see `BertConfig.preset("albert_base")`,
+    `BertConfig.preset("modernbert_base")` and the others.
 
     Args:
         config: a `BertConfig` (or its dict form).
@@ -101,6 +116,7 @@ class BertEncoder(keras.Model):
             initializer_range=config.initializer_range,
             one_hot_lookup=one_hot_embeddings,
             position_offset=config.position_offset,
+            use_bias=config.use_bias,
             dtype=dtype,
             name="embeddings",
         )
@@ -115,6 +131,10 @@ class BertEncoder(keras.Model):
                 norm_first=config.norm_first,
                 initializer_range=config.initializer_range,
                 remat=remat,
+                use_bias=config.use_bias,
+                gated_feed_forward=config.gated_feed_forward,
+                attention_norm=index > 0 or config.first_block_attention_norm,
+                rotary_theta=_rotary_theta(config, index),
                 dtype=dtype,
                 name=f"block_{index}",
             )
@@ -125,14 +145,14 @@ class BertEncoder(keras.Model):
                   for index in range(config.num_layers)]
         # Pre-LN stacks end un-normalized; one last LayerNorm makes outputs comparable.
         final_norm = LayerNorm(
-            epsilon=config.layer_norm_eps, dtype="float32",
+            epsilon=config.layer_norm_eps, center=config.use_bias, dtype="float32",
             name="final_norm") if config.norm_first else None
         pooler = keras.layers.Dense(
             config.hidden_size, activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(
                 stddev=config.initializer_range),
             dtype=dtype, name="pooler") if config.pooler else None
-        outputs = _encode(inputs, embeddings, blocks, final_norm, pooler,
+        outputs = _encode(config, inputs, embeddings, blocks, final_norm, pooler,
                           output_encoder_outputs=output_encoder_outputs)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         if dtype is not None:
@@ -197,9 +217,9 @@ class BertEncoder(keras.Model):
         inputs = {name: inputs[name] for name in INPUT_NAMES}
         if isinstance(output_positions, str) and output_positions == "cls":
             output_positions = keras.ops.zeros_like(inputs["token_ids"][:, :1])
-        return _encode(inputs, self.embeddings, self.blocks, self.final_norm, self.pooler,
-                       output_positions, self.output_encoder_outputs, training=training,
-                       return_attention=return_attention)
+        return _encode(self.config, inputs, self.embeddings, self.blocks, self.final_norm,
+                       self.pooler, output_positions, self.output_encoder_outputs,
+                       training=training, return_attention=return_attention)
 
     @property
     def word_embeddings(self):
