@@ -180,6 +180,14 @@ class BertConfig:
         return self.local_attention_window is None or index % self.global_attention_every == 0
 
     @property
+    def chunked_attention(self) -> bool:
+        """Whether the encoder attends through `layers.chunked_attention.attend` (global
+        layers in query chunks, local ones in key bands), never a `[seq, seq]` matrix:
+        ModernBERT's, whose inputs run to 8,192 tokens. The other families keep the dense
+        route their speed was measured with."""
+        return self.family == "modernbert"
+
+    @property
     def max_sequence_length(self) -> int:
         """The longest sequence the position table covers (after `position_offset`)."""
         return self.max_position_embeddings - self.position_offset

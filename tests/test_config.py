@@ -83,3 +83,19 @@ def test_modernbert_config_round_trips_through_our_json(tmp_path):
     path = tmp_path / "config.json"
     cfg.to_json(path)
     assert BertConfig.from_json(path) == cfg
+
+
+def test_reads_a_modernbert_hub_config(tmp_path):
+    # answerdotai/ModernBERT-base's config.json keys (transformers 4 spelling).
+    hub = {"model_type": "modernbert", "vocab_size": 50368, "hidden_size": 768,
+           "intermediate_size": 1152, "num_hidden_layers": 22, "num_attention_heads": 12,
+           "hidden_activation": "gelu", "max_position_embeddings": 8192, "norm_eps": 1e-05,
+           "norm_bias": False, "mlp_bias": False, "attention_bias": False,
+           "global_attn_every_n_layers": 3, "local_attention": 128,
+           "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
+           "classifier_pooling": "mean", "embedding_dropout": 0.0, "mlp_dropout": 0.0,
+           "attention_dropout": 0.0, "pad_token_id": 50283}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(hub))
+    assert BertConfig.from_json(path) == BertConfig.preset("modernbert_base",
+                                                           classifier_pooling="mean")

@@ -79,6 +79,8 @@ _FAMILIES = {
 
 
 def _head_sources(family):
+    if family == "modernbert":
+        return modernbert.HEAD_SOURCES
     names = _FAMILIES[family]
     dense, norm, bias = names["mlm"]
     sources = {

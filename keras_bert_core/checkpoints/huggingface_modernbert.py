@@ -14,6 +14,10 @@ _BLOCK = {"attention/self/query": "attn.Wq", "attention/self/key": "attn.Wk",
           "attention/output/LayerNorm": "attn_norm", "intermediate/dense": "mlp.Wi",
           "output/dense": "mlp.Wo", "output/LayerNorm": "mlp_norm"}
 _PARAMS = {"kernel": "weight", "gamma": "weight", "bias": "bias", "beta": "bias"}
+# ModernBertForMaskedLM's head (bias-free dense and norm; the decoder tied, with a bias).
+HEAD_SOURCES = {"mlm/transform/kernel": Source("head.dense.weight", transpose=True),
+                "mlm/layer_norm/gamma": Source("head.norm.weight"),
+                "mlm/output_bias": Source("decoder.bias")}
 _FUSED = re.compile(r"(.*attn\.)Wqkv\.(weight|bias)")
 
 

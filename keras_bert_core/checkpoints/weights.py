@@ -189,8 +189,11 @@ def read_head_groups(reader, sources: dict[str, Source]):
     """
     heads, missing = {}, []
     for names in HEAD_GROUPS.values():
-        if not all(name in sources for name in names):
-            continue  # a head the format does not have (RoBERTa's sentence head)
+        # A family's head may lack some weights (ModernBERT's its biases), or all of them
+        # (RoBERTa's sentence head).
+        names = [name for name in names if name in sources]
+        if not names:
+            continue
         present = [name for name in names if sources[name].key in reader.shapes]
         if len(present) == len(names):
             for name in names:

@@ -139,9 +139,9 @@ def vocabulary_file(vocab_path):
 def check_token_types(config, preprocessor, vocab_path, source):
     """A model with one token type (RoBERTa) cannot read pairs packed with segment id 1, as
     a WordPiece or SentencePiece vocabulary packs them."""
-    from keras_bert_core.text.preprocessor import PACKING
+    from keras_bert_core.text.preprocessor import packing_of
 
-    second = PACKING[preprocessor.tokenizer_kind]["second_segment_id"]
+    second = packing_of(preprocessor.tokenizer)["second_segment_id"]
     if 0 < config.type_vocab_size <= second:
         raise UserError(
             f"{source} has {config.type_vocab_size} token type(s), but {vocab_path} is a "

@@ -152,6 +152,17 @@ def add_run_options(parser, resumable=True):
                             "config.json); the batches skipped are counted in the old data")
 
 
+def rate(text):
+    """argparse type: a fraction above 0, at most 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} is not in (0, 1]")
+    return value
+
+
 def positive_int(text):
     """argparse type: a whole number of at least 1."""
     return int_at_least(1)(text)

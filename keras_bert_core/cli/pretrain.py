@@ -26,6 +26,7 @@ from keras_bert_core.cli.options import (
     add_training_options,
     add_vocab_options,
     positive_int,
+    rate,
 )
 from keras_bert_core.cli.pretrain_records import (
     check_records_vocabulary,
@@ -60,8 +61,11 @@ def add_arguments(parser):
                                  "as its family packs them. Default: the one in "
                                  "--checkpoint's folder, else the one written beside "
                                  "the TFRecords")
+    parser.add_argument("--mask-rate", type=rate, default=0.15,
+                        help="fraction of the tokens masked-LM predicts (default: 0.15, "
+                             "BERT's; ModernBERT pretrained with 0.3)")
     parser.add_argument("--max-predictions", type=positive_int,
-                        help="masked-LM predictions per sequence (default: 15%% of "
+                        help="masked-LM predictions per sequence (default: --mask-rate of "
                              "--seq-length)")
     parser.add_argument("--whole-word-masking", action="store_true",
                         help="mask every piece of a word together")
@@ -112,7 +116,7 @@ def add_arguments(parser):
 
 # The pair task each family pretrains with: the default for a new model of that family.
 FAMILY_PAIR_TASKS = {"bert": "next_sentence", "albert": "sentence_order", "roberta": "none",
-                     "distilbert": "none"}
+                     "distilbert": "none", "modernbert": "none"}
 
 
 def resolve_pair_task(args, family=None):
@@ -158,7 +162,7 @@ def check_pair_task(config, pair_task, source):
 
 def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                      whole_word_masking=False, seed=None, pair_task="next_sentence",
-                     max_ngram=1):
+                     max_ngram=1, mask_rate=0.15):
     """Endless `(x, y, sample_weight)` batches from text files or TFRecord shards;
     `pair_task` is "next_sentence", "sentence_order" or "none"."""
     from keras_bert_core.pretraining.data import pretraining_dataset
@@ -180,12 +184,13 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
                                 f"{task}; pretrain on them with --pair-task {recorded}")
             dataset = read_pretraining_tfrecords(
                 inputs, tokenizer, batch_size=batch_size, max_predictions_per_seq=max_predictions,
-                seed=seed, whole_word_masking=whole_word_masking, max_ngram=max_ngram)
+                seed=seed, whole_word_masking=whole_word_masking, max_ngram=max_ngram,
+                mask_rate=mask_rate)
         else:
             dataset = pretraining_dataset(
                 inputs, tokenizer, seq_length=seq_length, max_predictions_per_seq=max_predictions,
                 batch_size=batch_size, seed=seed, whole_word_masking=whole_word_masking,
-                pair_task=task, max_ngram=max_ngram)
+                pair_task=task, max_ngram=max_ngram, mask_rate=mask_rate)
     except ValueError as e:  # an empty file, a bad sequence length
         raise UserError(str(e)) from None
     hint = (" (next-sentence rows need documents of two or more sentences, one a line)"
@@ -195,14 +200,15 @@ def pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
 
 
 def packed_pretraining_data(inputs, tokenizer, seq_length, batch_size, max_predictions,
-                            whole_word_masking=False, seed=None, max_ngram=1):
+                            whole_word_masking=False, seed=None, max_ngram=1, mask_rate=0.15):
     """Endless masked-LM batches of packed rows (`--pack`,
     `pretraining.packing.packed_corpus_dataset`)."""
     from keras_bert_core.pretraining.masking import MaskedLMMasker
     from keras_bert_core.pretraining.packing import packed_corpus_dataset
 
     masker = MaskedLMMasker(tokenizer, max_predictions_per_seq=max_predictions,
-                            whole_word_masking=whole_word_masking, max_ngram=max_ngram)
+                            whole_word_masking=whole_word_masking, max_ngram=max_ngram,
+                            mask_rate=mask_rate)
     try:
         dataset = packed_corpus_dataset(inputs, tokenizer, seq_length, batch_size, masker,
                                         seed=seed)
@@ -323,15 +329,15 @@ def run(args):
     resolve_pair_task(args)
     if args.write_tfrecords:
         return write_tfrecords(args, preprocessor.tokenizer)
-    max_predictions = args.max_predictions or max(1, round(0.15 * args.seq_length))
+    max_predictions = args.max_predictions or max(1, round(args.mask_rate * args.seq_length))
     if args.pack:
         dataset = packed_pretraining_data(
             args.inputs, preprocessor.tokenizer, args.seq_length, args.batch_size,
-            max_predictions, args.whole_word_masking, args.seed, args.max_ngram)
+            max_predictions, args.whole_word_masking, args.seed, args.max_ngram, args.mask_rate)
     else:
         dataset = pretraining_data(args.inputs, preprocessor.tokenizer, args.seq_length,
                                    args.batch_size, max_predictions, args.whole_word_masking,
-                                   args.seed, args.pair_task, args.max_ngram)
+                                   args.seed, args.pair_task, args.max_ngram, args.mask_rate)
     with training_scope(training, strategy):
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))

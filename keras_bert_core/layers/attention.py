@@ -3,20 +3,24 @@
 import keras
 from keras import ops
 
-from keras_bert_core.layers.attention_masks import MASK_PENALTY, attention_bias
+from keras_bert_core.layers.attention_masks import MASK_PENALTY, allowed_keys, attention_bias
+from keras_bert_core.layers.chunked_attention import attend
 from keras_bert_core.layers.flat_dense import FlatDense
 from keras_bert_core.layers.rotary import rotary_tables, rotate
 
 __all__ = ["MASK_PENALTY", "MultiHeadSelfAttention", "attention_bias"]
 
 
-def window_bias(bias, window):
-    """`bias` (from `attention_bias`) with the keys more than `window // 2` positions from
-    their query masked too: ModernBERT's sliding-window attention (a token sees
-    `window + 1` positions, as Hugging Face's mask counts them)."""
-    index = ops.cumsum(ops.ones_like(bias[0, 0, 0]), axis=0)
-    distance = ops.abs(ops.expand_dims(index, 1) - ops.expand_dims(index, 0))
-    return bias + ops.where(ops.greater(distance, window // 2), MASK_PENALTY, 0.0)
+def query_rows_bias(padding_mask, query_index, window=None):
+    """The attention bias `[batch, 1, queries, seq]` of the queries at `query_index`
+    (int32 `[batch, queries]`) alone, within a sliding `window` as `attend` counts it: what a
+    last layer computing a few positions needs, without a `[seq, seq]` matrix."""
+    allowed = allowed_keys(ops.take_along_axis(padding_mask, query_index, axis=1), padding_mask)
+    if window is not None:
+        keys = ops.cumsum(ops.ones_like(padding_mask), axis=1) - 1
+        distance = ops.abs(ops.expand_dims(keys, 1) - ops.expand_dims(query_index, 2))
+        allowed = ops.logical_and(allowed, ops.less_equal(distance, window // 2))
+    return ops.cast(ops.expand_dims(ops.where(allowed, 0.0, MASK_PENALTY), 1), "float32")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -33,6 +37,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         use_bias: whether the projections have biases (ModernBERT's have none).
         rotary_theta: the base of rotary position embeddings on queries and keys (the
             call then takes `position_ids`); `None` for none (BERT).
+        window: with `padding_mask` in the call, ModernBERT's sliding window (see
+            `chunked_attention.attend`); `None`: global attention.
 
     Call arguments:
         x: the queries' states `[batch, queries, num_heads * head_size]`.
@@ -46,6 +52,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         position_ids: int32 `[batch, keys]`, the context's positions (rotary only).
         query_position_ids: int32 `[batch, queries]`, the queries' positions where `x` is
             not the context; `None` means `position_ids`.
+        padding_mask: int32 `[batch, keys]` instead of `bias` (pass `bias=None`): attention
+            runs through `chunked_attention.attend` (global in query chunks, or within
+            `window`), never holding a `[keys, keys]` score matrix.
+        query_index: with `padding_mask` and queries that are some positions of the context:
+            int32 `[batch, queries]`, their indices.
 
     Example:
     >>> import numpy as np
@@ -60,7 +71,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, head_size, dropout=0.0, initializer_range=0.02,
-                 use_bias=True, rotary_theta=None, **kwargs):
+                 use_bias=True, rotary_theta=None, window=None, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.head_size = head_size
@@ -68,6 +79,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.use_bias = use_bias
         self.rotary_theta = rotary_theta
+        self.window = window
         width = num_heads * head_size
 
         def dense(name):
@@ -88,7 +100,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, x, bias, context=None, training=None, return_attention=False,
-             position_ids=None, query_position_ids=None):
+             position_ids=None, query_position_ids=None, padding_mask=None, query_index=None):
         # The projections run on [rows, width] and their outputs go straight to
         # [batch, seq, heads, head_size]: no [batch, seq, width] step in between, one shape
         # for all three when the context is `x`, and the scale applied to the queries, not
@@ -115,12 +127,25 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 tables = rotary_tables(query_position_ids, self.head_size, self.rotary_theta)
             query = rotate(query, *tables)
         value = ops.reshape(self.value(context_rows), key_heads)
-        scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)), ops.transpose(key, (0, 2, 3, 1)))
-        scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
-        float_probs = ops.softmax(scores, axis=-1)
-        probs = ops.cast(float_probs, self.compute_dtype)
-        probs = self.dropout_layer(probs, training=training)
-        attended = ops.matmul(probs, ops.transpose(value, (0, 2, 1, 3)))
+        float_probs = None
+        if padding_mask is not None and query_index is None and not return_attention:
+            attended = attend(*(ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value)),
+                              padding_mask, window=self.window,
+                              dropout=lambda p: self.dropout_layer(p, training=training))
+        else:
+            if padding_mask is not None:
+                # Some queries' rows alone, or every row where the probabilities are asked
+                # for (distillation's attention transfer: they are a [seq, seq] matrix).
+                if query_index is None:
+                    query_index = ops.cumsum(ops.ones_like(padding_mask), axis=1) - 1
+                bias = query_rows_bias(padding_mask, query_index, self.window)
+            scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)),
+                                ops.transpose(key, (0, 2, 3, 1)))
+            scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
+            float_probs = ops.softmax(scores, axis=-1)
+            probs = ops.cast(float_probs, self.compute_dtype)
+            probs = self.dropout_layer(probs, training=training)
+            attended = ops.matmul(probs, ops.transpose(value, (0, 2, 1, 3)))
         attended = ops.reshape(ops.transpose(attended, (0, 2, 1, 3)), (-1, width))
         outputs = ops.reshape(self.output_dense(attended), (batch, queries, width))
         if return_attention:
@@ -131,7 +156,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return input_shape
 
     def compute_output_spec(self, x, bias, context=None, training=None,
-                            return_attention=False, position_ids=None, query_position_ids=None):
+                            return_attention=False, position_ids=None, query_position_ids=None,
+                            padding_mask=None, query_index=None):
         outputs = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
         if not return_attention:
             return outputs
@@ -148,4 +174,5 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "initializer_range": self.initializer_range,
             "use_bias": self.use_bias,
             "rotary_theta": self.rotary_theta,
+            "window": self.window,
         }

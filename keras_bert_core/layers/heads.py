@@ -47,6 +47,8 @@ class MaskedLMHead(keras.layers.Layer):
         activation: `"gelu"`, `"gelu_approximate"`, `"relu"` or `"tanh"`.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        use_bias: whether the transform and its LayerNorm have biases (ModernBERT's have
+            none; the decoder's `output_bias` is always there).
 
     Call arguments:
         sequence_output: `[batch, seq, hidden]`.
@@ -72,7 +74,7 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, embeddings, activation="gelu", layer_norm_eps=1e-12,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
@@ -83,6 +85,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.activation = activation
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.use_bias = use_bias
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
         if not self.embeddings.built:
@@ -91,10 +94,12 @@ class MaskedLMHead(keras.layers.Layer):
             raise TypeError(f"{self.embeddings.name} has no `word_embeddings` table to tie to")
         vocab_size, table_size = self.embeddings.word_embeddings.shape
         self.transform = FlatDense(
-            table_size, kernel_initializer=_truncated_normal(self.initializer_range),
+            table_size, use_bias=self.use_bias,
+            kernel_initializer=_truncated_normal(self.initializer_range),
             dtype=self.dtype_policy, name="transform")
         self.layer_norm = LayerNorm(
-            epsilon=self.layer_norm_eps, dtype="float32", name="layer_norm")
+            epsilon=self.layer_norm_eps, center=self.use_bias, dtype="float32",
+            name="layer_norm")
         self.transform.build(sequence_output_shape)
         self.layer_norm.build((None, None, table_size))
         self.output_bias = self.add_weight(
@@ -120,6 +125,7 @@ class MaskedLMHead(keras.layers.Layer):
             "activation": self.activation,
             "layer_norm_eps": self.layer_norm_eps,
             "initializer_range": self.initializer_range,
+            "use_bias": self.use_bias,
         }
 
     @classmethod
@@ -138,13 +144,18 @@ class ClassificationHead(keras.layers.Layer):
     next sentence or ALBERT's sentence order); on the sequence output it classifies every
     token; with `num_classes=1` it scores (regression, multiple choice). With
     `hidden_activation` a hidden dense layer of the input's width comes first (RoBERTa's
-    head on `<s>`: tanh; DistilBERT's on `[CLS]`: ReLU).
+    head on `<s>`: tanh; DistilBERT's on `[CLS]`: ReLU; ModernBERT's: GELU, then a
+    LayerNorm, neither with a bias).
 
     Args:
         num_classes: number of logits per input vector.
         dropout: dropout rate on the input (and on the hidden layer's output).
         initializer_range: stddev of the truncated-normal kernel initializer.
         hidden_activation: `None` (no hidden layer), or the hidden layer's activation.
+        hidden_norm_epsilon: with a hidden layer, a LayerNorm with this epsilon after its
+            activation (ModernBERT's); `None` for none.
+        use_bias: whether the hidden layer and its norm have biases (the output layer
+            always has one).
 
     Call arguments:
         x: `[..., hidden]`.
@@ -164,7 +175,7 @@ class ClassificationHead(keras.layers.Layer):
     """
 
     def __init__(self, num_classes, dropout=0.0, initializer_range=0.02,
-                 hidden_activation=None, **kwargs):
+                 hidden_activation=None, hidden_norm_epsilon=None, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"num_classes must be a positive integer, got {num_classes!r}")
@@ -175,6 +186,9 @@ class ClassificationHead(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.hidden_activation = hidden_activation
+        self.hidden_norm_epsilon = hidden_norm_epsilon
+        self.use_bias = use_bias
+        self.hidden_norm = None  # made in `build`, with the hidden layer
         self.dropout_layer = keras.layers.Dropout(dropout, name="dropout")
         self.hidden = None  # made in `build`: its width is the input's
         self.dense = keras.layers.Dense(
@@ -184,9 +198,15 @@ class ClassificationHead(keras.layers.Layer):
     def build(self, input_shape):
         if self.hidden_activation is not None:
             self.hidden = FlatDense(
-                input_shape[-1], kernel_initializer=_truncated_normal(self.initializer_range),
+                input_shape[-1], use_bias=self.use_bias,
+                kernel_initializer=_truncated_normal(self.initializer_range),
                 dtype=self.dtype_policy, name="hidden")
             self.hidden.build(input_shape)
+            if self.hidden_norm_epsilon is not None:
+                self.hidden_norm = LayerNorm(epsilon=self.hidden_norm_epsilon,
+                                             center=self.use_bias, dtype="float32",
+                                             name="hidden_norm")
+                self.hidden_norm.build(input_shape)
         self.dense.build(input_shape)
         self.built = True
 
@@ -194,6 +214,8 @@ class ClassificationHead(keras.layers.Layer):
         x = self.dropout_layer(x, training=training)
         if self.hidden is not None:
             x = activate(self.hidden_activation, self.hidden(x), training)
+            if self.hidden_norm is not None:
+                x = ops.cast(self.hidden_norm(x), self.compute_dtype)
             x = self.dropout_layer(x, training=training)
         return ops.cast(self.dense(x), "float32")
 
@@ -204,6 +226,8 @@ class ClassificationHead(keras.layers.Layer):
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
             "hidden_activation": self.hidden_activation,
+            "hidden_norm_epsilon": self.hidden_norm_epsilon,
+            "use_bias": self.use_bias,
         }
 
 

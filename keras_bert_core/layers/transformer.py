@@ -32,10 +32,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             (ModernBERT's first block takes the normalized embeddings as they are).
         rotary_theta: the rotary base of the attention (see `MultiHeadSelfAttention`);
             the call then takes `position_ids`.
+        window: ModernBERT's sliding window of the attention, with `padding_mask` in the
+            call; `None`: global attention.
 
     Call arguments:
         x: `[batch, seq, width]`.
-        bias: additive attention bias from `attention_bias(padding_mask)`.
+        bias: additive attention bias from `attention_bias(padding_mask)`, or `None` with
+            `padding_mask`.
         output_positions: optional int32 `[batch, outputs]`: compute only these positions'
             outputs (`[batch, outputs, width]`), each still attending to the whole row. A
             last layer feeding only `[CLS]` or the masked positions skips the rest.
@@ -43,6 +46,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             `[batch, num_heads, outputs, seq]`, as `(outputs, probs)` (attention-transfer
             distillation reads the last block's). Off by default.
         position_ids: int32 `[batch, seq]`, for rotary position embeddings.
+        padding_mask: int32 `[batch, seq]` instead of `bias`: the attention runs in query
+            chunks or key bands (`chunked_attention.attend`), never a `[seq, seq]` matrix.
 
     Example:
     >>> import numpy as np
@@ -63,7 +68,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def __init__(self, num_heads, intermediate_size, activation="gelu", dropout=0.0,
                  attention_dropout=0.0, layer_norm_eps=1e-12, norm_first=False,
                  initializer_range=0.02, remat=False, use_bias=True,
-                 gated_feed_forward=False, attention_norm=True, rotary_theta=None, **kwargs):
+                 gated_feed_forward=False, attention_norm=True, rotary_theta=None, window=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
@@ -80,6 +86,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.gated_feed_forward = gated_feed_forward
         self.attention_norm_enabled = attention_norm
         self.rotary_theta = rotary_theta
+        self.window = window
 
     def build(self, input_shape):
         width = input_shape[-1]
@@ -90,7 +97,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention = MultiHeadSelfAttention(
             self.num_heads, width // self.num_heads, dropout=self.attention_dropout,
             initializer_range=self.initializer_range, use_bias=self.use_bias,
-            rotary_theta=self.rotary_theta, dtype=policy, name="attention")
+            rotary_theta=self.rotary_theta, window=self.window, dtype=policy, name="attention")
         self.attention_norm = None
         if self.attention_norm_enabled:
             self.attention_norm = LayerNorm(epsilon=self.layer_norm_eps, center=self.use_bias,
@@ -128,8 +135,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.dropout_layer(out, training=training)
 
     def call(self, x, bias, output_positions=None, training=None, return_attention=False,
-             position_ids=None):
-        if output_positions is not None:
+             position_ids=None, padding_mask=None):
+        if output_positions is not None and bias is not None:
             # The queries' rows of the bias: [batch, 1, outputs, seq].
             rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
             bias = ops.take_along_axis(bias, rows, axis=2)
@@ -137,9 +144,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         def forward(x, bias, *rest):
             rest = dict(zip(names, rest, strict=True))
             return self._forward(x, bias, rest.get("outputs"), training, return_attention,
-                                 rest.get("position_ids"))
+                                 rest.get("position_ids"), rest.get("padding_mask"))
 
-        optional = {"outputs": output_positions, "position_ids": position_ids}
+        optional = {"outputs": output_positions, "position_ids": position_ids,
+                    "padding_mask": padding_mask}
         names = [name for name, value in optional.items() if value is not None]
         args = (x, bias, *(optional[name] for name in names))
         if self.remat:
@@ -149,7 +157,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return forward(*args)
 
     def _forward(self, x, bias, positions, training, return_attention=False,
-                 position_ids=None):
+                 position_ids=None, padding_mask=None):
         def outputs_of(states):
             if positions is None:
                 return states
@@ -157,6 +165,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
         # Only the opt-in paths pass these arguments: the default call is unchanged.
         attention_kwargs = {"return_attention": True} if return_attention else {}
+        if padding_mask is not None:
+            attention_kwargs["padding_mask"] = padding_mask
+            if positions is not None:
+                attention_kwargs["query_index"] = positions
         if position_ids is not None:
             attention_kwargs["position_ids"] = position_ids
             if positions is not None:
@@ -183,15 +195,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return (x, probs) if return_attention else x
 
     def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None,
-                             position_ids_shape=None):
+                             position_ids_shape=None, padding_mask_shape=None):
         if output_positions_shape is None:
             return x_shape
         return (*output_positions_shape, x_shape[-1])
 
     def compute_output_spec(self, x, bias, output_positions=None, training=None,
-                            return_attention=False, position_ids=None):
+                            return_attention=False, position_ids=None, padding_mask=None):
         shape = self.compute_output_shape(
-            x.shape, bias.shape, None if output_positions is None else output_positions.shape)
+            x.shape, None, None if output_positions is None else output_positions.shape)
         outputs = keras.KerasTensor(shape, dtype=self.compute_dtype)
         if not return_attention:
             return outputs
@@ -214,4 +226,5 @@ class TransformerEncoderBlock(keras.layers.Layer):
             "gated_feed_forward": self.gated_feed_forward,
             "attention_norm": self.attention_norm_enabled,
             "rotary_theta": self.rotary_theta,
+            "window": self.window,
         }

@@ -2,8 +2,8 @@
 
 import keras
 
-from keras_bert_core.layers.heads import ClassificationHead
 from keras_bert_core.models.encoder import encoder_inputs
+from keras_bert_core.models.sequence_head import head_features, read_positions, sequence_head
 from keras_bert_core.models.task import TaskModel
 
 
@@ -13,7 +13,8 @@ class BertClassifier(TaskModel):
 
     The head is the encoder family's (`BertConfig.classifier_activation`): BERT and ALBERT
     classify the pooled output; RoBERTa and DistilBERT put a hidden dense layer (tanh,
-    ReLU) on the first token's output.
+    ReLU) on the first token's output; ModernBERT a dense layer, GELU and a LayerNorm on
+    the first token's output or the mean of all (`BertConfig.classifier_pooling`).
 
     Pairs are the same model: the preprocessor packs both texts into one row with segment
     ids 0 and 1. With `num_classes=1` it is a regression model (a score per input, mean
@@ -52,16 +53,12 @@ class BertClassifier(TaskModel):
     def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
         config = self._check_encoder(encoder).config
         inputs = encoder_inputs()
-        head = ClassificationHead(
-            num_classes, dropout=dropout, initializer_range=config.initializer_range,
-            hidden_activation=config.classifier_activation,
-            dtype=encoder.dtype_policy, name="classifier")
-        # Only [CLS] is read: the encoder's last block computes that position alone.
-        encoded = encoder.encode(inputs, output_positions="cls")
-        if config.classifier_activation is None:
-            logits = head(encoded["pooled_output"])
-        else:
-            logits = head(encoded["sequence_output"][:, 0, :])
+        use_pooler = config.classifier_activation is None
+        head = sequence_head(config, num_classes, dropout, use_pooler, encoder.dtype_policy,
+                             "classifier")
+        # Where only [CLS] is read, the encoder's last block computes that position alone.
+        encoded = encoder.encode(inputs, output_positions=read_positions(config))
+        logits = head(head_features(config, encoded, inputs["padding_mask"], use_pooler))
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout

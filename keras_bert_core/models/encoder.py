@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert_core.config import BertConfig
-from keras_bert_core.layers.attention import attention_bias, window_bias
+from keras_bert_core.layers.attention import attention_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
 from keras_bert_core.layers.layer_norm import LayerNorm
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
@@ -28,16 +28,17 @@ def _encode(config, inputs, embeddings, blocks, final_norm, pooler, output_posit
     last_kwargs = {**kwargs, "return_attention": True} if return_attention else kwargs
     x = embeddings(inputs["token_ids"], inputs["segment_ids"], positions,
                    **({} if training is None else {"training": training}))
-    bias = attention_bias(inputs["padding_mask"])
-    local_bias = (None if config.local_attention_window is None
-                  else window_bias(bias, config.local_attention_window))
-    biases = [bias if config.is_global_layer(index) else local_bias
-              for index in range(len(blocks))]
+    if config.chunked_attention:
+        bias = None  # each block attends in chunks or bands from the mask
+        kwargs["padding_mask"] = inputs["padding_mask"]
+        last_kwargs = {**last_kwargs, "padding_mask": inputs["padding_mask"]}
+    else:
+        bias = attention_bias(inputs["padding_mask"])
     layer_outputs = []
-    for block, block_bias in zip(blocks[:-1], biases[:-1], strict=True):
-        x = block(x, block_bias, **kwargs)
+    for block in blocks[:-1]:
+        x = block(x, bias, **kwargs)
         layer_outputs.append(x)
-    x = blocks[-1](x, biases[-1], output_positions=output_positions, **last_kwargs)
+    x = blocks[-1](x, bias, output_positions=output_positions, **last_kwargs)
     if return_attention:
         x, attention_probs = x
     layer_outputs.append(x)
@@ -135,6 +136,7 @@ class BertEncoder(keras.Model):
                 gated_feed_forward=config.gated_feed_forward,
                 attention_norm=index > 0 or config.first_block_attention_norm,
                 rotary_theta=_rotary_theta(config, index),
+                window=None if config.is_global_layer(index) else config.local_attention_window,
                 dtype=dtype,
                 name=f"block_{index}",
             )

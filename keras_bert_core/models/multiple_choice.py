@@ -4,8 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert_core.layers.heads import ClassificationHead
 from keras_bert_core.models.encoder import INPUT_NAMES
+from keras_bert_core.models.sequence_head import head_features, read_positions, sequence_head
 from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.text_inputs import shape_of
 
@@ -62,13 +62,10 @@ class BertMultipleChoice(TaskModel):
         # would bake the symbolic, unknown `seq` into the graph.)
         rows = {name: ops.concatenate(ops.unstack(tensor, axis=1), axis=0)
                 for name, tensor in inputs.items()}
-        encoded = encoder.encode(rows, output_positions="cls")
-        head = ClassificationHead(
-            1, dropout=dropout, initializer_range=config.initializer_range,
-            hidden_activation=None if config.pooler else config.classifier_activation,
-            dtype=encoder.dtype_policy, name="choice_scorer")
-        scores = head(encoded["pooled_output"] if config.pooler
-                      else encoded["sequence_output"][:, 0, :])
+        encoded = encoder.encode(rows, output_positions=read_positions(config))
+        head = sequence_head(config, 1, dropout, config.pooler, encoder.dtype_policy,
+                             "choice_scorer")
+        scores = head(head_features(config, encoded, rows["padding_mask"], config.pooler))
         logits = ops.transpose(ops.reshape(scores, (num_choices, -1)))
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_choices = num_choices

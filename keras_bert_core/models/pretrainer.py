@@ -83,7 +83,7 @@ class BertPretrainer(TaskModel):
         masked_lm = MaskedLMHead(
             encoder.embeddings, activation=config.hidden_act,
             layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-            dtype=encoder.dtype_policy, name="masked_lm")
+            use_bias=config.use_bias, dtype=encoder.dtype_policy, name="masked_lm")
         if next_sentence:
             next_sentence_head = ClassificationHead(
                 2, initializer_range=config.initializer_range, dtype=encoder.dtype_policy,
@@ -124,6 +124,8 @@ class BertPretrainer(TaskModel):
             "mlm/layer_norm/beta": layer_norm.beta,
             "mlm/output_bias": self.masked_lm.output_bias,
         }
+        # A bias-free head (ModernBERT's) has no transform bias and no LayerNorm beta.
+        variables = {name: v for name, v in variables.items() if v is not None}
         if self.next_sentence is not None:
             variables["nsp/kernel"] = self.next_sentence.dense.kernel
             variables["nsp/bias"] = self.next_sentence.dense.bias

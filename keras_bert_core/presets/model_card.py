@@ -64,7 +64,7 @@ _USE = {"classify": 'logits = model.predict(["a text to read"])',
         "squad": 'spans = model.predict((["a question?"], ["a passage that answers it."]))',
         "choice": 'logits = model.predict((["a question?"], [[{choices}]]))'}
 _FAMILY_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT",
-                 "distilbert": "DistilBERT"}
+                 "distilbert": "DistilBERT", "modernbert": "ModernBERT"}
 _WHAT = {"classify": "text classifier", "pair": "text-pair classifier",
          "squad": "extractive question-answering model", "ner": "token tagger",
          "choice": "multiple-choice model"}

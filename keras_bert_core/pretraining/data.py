@@ -40,15 +40,14 @@ from keras_bert_core.pretraining.pairs import (
     sentence_pairs,
 )
 from keras_bert_core.text.packer import BertPacker
-from keras_bert_core.text.preprocessor import PACKING
-from keras_bert_core.text.vocabulary.files import tokenizer_kind
+from keras_bert_core.text.preprocessor import packing_of
 
 
 def family_packing(tokenizer):
     """`BertPacker`'s pair options for `tokenizer`'s family, as `BertPreprocessor` packs:
     RoBERTa's byte-level BPE `<s> A </s></s> B </s>` with one token type, the others
     `[CLS] A [SEP] B [SEP]`."""
-    return PACKING[tokenizer_kind(tokenizer)]
+    return packing_of(tokenizer)
 
 
 def pairs_seq_length(tokenizer, seq_length, pair_task):

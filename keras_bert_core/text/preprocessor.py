@@ -27,6 +27,17 @@ PACKING = {
     SENTENCEPIECE: {"pair_separators": 1, "second_segment_id": 1},
     BYTE_PAIR: {"pair_separators": 2, "second_segment_id": 0},
 }
+# ModernBERT's byte-level BPE names BERT's special tokens and packs as BERT does, with one
+# token type.
+BERT_NAMED_BYTE_PAIR_PACKING = {"pair_separators": 1, "second_segment_id": 0}
+
+
+def packing_of(tokenizer):
+    """The `BertPacker` options of `tokenizer`'s family."""
+    kind = tokenizer_kind(tokenizer)
+    if kind == BYTE_PAIR and tokenizer.special_tokens["sep"] == "[SEP]":
+        return BERT_NAMED_BYTE_PAIR_PACKING
+    return PACKING[kind]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -44,7 +55,9 @@ class BertPreprocessor(PreprocessingLayer):
       pairs packed `[CLS] A [SEP] B [SEP]`, segment ids 0 then 1;
     - a byte-level BPE `vocab.json` (with `merges.txt` beside it or `merges`), or a dict:
       `BytePairTokenizer` (RoBERTa), pairs packed `<s> A </s></s> B </s>`, segment ids all
-      0 (RoBERTa has one token type), as Hugging Face's `RobertaProcessing`;
+      0 (RoBERTa has one token type), as Hugging Face's `RobertaProcessing`; a byte-level
+      BPE with BERT's `[CLS]`... (ModernBERT's `tokenizer.json`) packs `[CLS] A [SEP] B
+      [SEP]`, segment ids all 0;
     - a SentencePiece `.model` file (or its bytes): `SentencePieceTokenizer` (ALBERT),
       packed as BERT;
     - a folder, e.g. a Hugging Face checkpoint: the first of `spiece.model`, `vocab.json`
@@ -161,7 +174,7 @@ class BertPreprocessor(PreprocessingLayer):
                 pad_id=self.tokenizer.pad_id,
                 truncation=self.truncation,
                 static_shape=self.static_shape,
-                **PACKING[self.tokenizer_kind],
+                **packing_of(self.tokenizer),
             )
         return self._packer
 

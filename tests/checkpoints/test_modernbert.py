@@ -6,9 +6,10 @@ import os
 
 import numpy as np
 import pytest
+from safetensors.numpy import load_file
 
 import keras_bert_core as kbc
-from keras_bert_core.checkpoints import load_checkpoint
+from keras_bert_core.checkpoints import load_checkpoint, load_pretrainer
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "modernbert")
 TOLERANCE = 1e-4
@@ -74,3 +75,64 @@ def test_presets_have_transformers_parameter_counts():
         total = (one + (config.num_layers - 1) * (two - one)
                  + (config.vocab_size - 64) * config.hidden_size)
         assert total == expected["num_parameters"], name
+
+
+def test_last_layer_at_some_positions_equals_the_full_encoder():
+    # The classifier's 3 layers end with a local one: its queries' window rows alone.
+    encoder, config = load_checkpoint(os.path.join(DATA, "classifier"))
+    assert not config.is_global_layer(2)
+    reference = _reference("classifier")
+    inputs = _inputs(reference["input_ids"], reference["attention_mask"])
+    full = np.asarray(encoder(inputs)["sequence_output"])
+    positions = np.tile(np.array([[0, 3, 9]], "int32"), (len(full), 1))
+    some = encoder.encode(inputs, output_positions=positions)["sequence_output"]
+    assert _max_diff(some, full[:, [0, 3, 9]]) <= 1e-5
+
+
+def test_masked_lm_head_matches_pytorch():
+    reference = _reference("mlm")
+    pretrainer, _ = load_pretrainer(os.path.join(DATA, "mlm"))
+    assert pretrainer.next_sentence is None
+    encoded = pretrainer.encoder(_inputs(reference["input_ids"], reference["attention_mask"]))
+    rows, columns = reference["mlm_positions"].T
+    states = np.asarray(encoded["sequence_output"])[rows, columns]
+    logits = pretrainer.masked_lm(states[None])[0]
+    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+
+
+def test_mean_pooling_classifier_head_matches_pytorch():
+    folder = os.path.join(DATA, "classifier")
+    reference = _reference("classifier")
+    encoder, config = load_checkpoint(folder)
+    assert config.classifier_pooling == "mean"
+    model = kbc.BertClassifier(encoder, num_classes=3)
+    state = load_file(os.path.join(folder, "model.safetensors"))
+    model.head.hidden.kernel.assign(state["head.dense.weight"].T)
+    model.head.hidden_norm.gamma.assign(state["head.norm.weight"])
+    model.head.dense.kernel.assign(state["classifier.weight"].T)
+    model.head.dense.bias.assign(state["classifier.bias"])
+    logits = model.predict(_inputs(reference["input_ids"], reference["attention_mask"]),
+                           verbose=0)
+    assert _max_diff(logits, reference["logits"]) <= TOLERANCE
+
+
+def test_tokenizer_json_gives_hugging_face_ids_and_bert_template():
+    reference = _reference("mlm")
+    width = reference["input_ids"].shape[1]
+    preprocessor = kbc.BertPreprocessor(os.path.join(DATA, "mlm"), seq_length=width)
+    assert (preprocessor.cls_id, preprocessor.sep_id, preprocessor.pad_id) == (501, 502, 503)
+    texts_a, texts_b = reference["texts_a"].tolist(), reference["texts_b"].tolist()
+    singles = [i for i, b in enumerate(texts_b) if not b]
+    pairs = [i for i, b in enumerate(texts_b) if b]
+    ids = np.concatenate([
+        preprocessor([texts_a[i] for i in singles])["token_ids"],
+        preprocessor(([texts_a[i] for i in pairs], [texts_b[i] for i in pairs]))["token_ids"]])
+    # Text spelling "[MASK]" is HF's mask token, ours its characters (as for RoBERTa).
+    plain = ["[MASK]" not in texts_a[i] + texts_b[i] for i in singles + pairs]
+    np.testing.assert_array_equal(np.asarray(ids)[plain],
+                                  reference["input_ids"][singles + pairs][plain])
+    long = kbc.BertPreprocessor(os.path.join(DATA, "mlm"), seq_length=2048,
+                                static_shape=False)(str(reference["long_text"]))
+    expected = reference["long_input_ids"]
+    np.testing.assert_array_equal(np.asarray(long["token_ids"])[:len(expected)], expected)
+    assert int(np.asarray(long["padding_mask"]).sum()) == len(expected)

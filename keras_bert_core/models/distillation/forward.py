@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.encoder import INPUT_NAMES
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
+from keras_bert_core.models.sequence_head import head_features
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 
@@ -27,11 +28,11 @@ def forward(model, x, training, internals):
     # The heads as each task model's graph applies them (its last block computes only the
     # positions it reads; here every position is computed, for the hidden-state losses).
     if isinstance(model, BertClassifier):
-        features = (encoded["pooled_output"] if config.classifier_activation is None
-                    else sequence[:, 0, :])
+        features = head_features(config, encoded, rows["padding_mask"],
+                                 config.classifier_activation is None)
         outputs = model.head(features, training=training)
     elif isinstance(model, BertMultipleChoice):
-        features = encoded["pooled_output"] if config.pooler else sequence[:, 0, :]
+        features = head_features(config, encoded, rows["padding_mask"], config.pooler)
         scores = model.head(features, training=training)
         outputs = ops.transpose(ops.reshape(scores, (model.num_choices, -1)))
     elif isinstance(model, BertSpanLabeler):

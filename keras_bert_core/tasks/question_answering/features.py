@@ -9,8 +9,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_core.text.preprocessor import PACKING
-from keras_bert_core.text.vocabulary.files import tokenizer_kind
+from keras_bert_core.text.preprocessor import packing_of
 
 
 @dataclasses.dataclass
@@ -124,7 +123,7 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
     if not examples:
         raise ValueError("squad_features needs at least one example")
     cls_id, sep_id, pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
-    packing = PACKING[tokenizer_kind(tokenizer)]
+    packing = packing_of(tokenizer)
     separators, context_segment = packing["pair_separators"], packing["second_segment_id"]
     questions = tokenizer([example.question for example in examples]).to_list()
     contexts = sorted({example.context for example in examples})

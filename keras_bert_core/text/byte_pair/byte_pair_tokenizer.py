@@ -35,6 +35,7 @@ from keras_bert_core.text.byte_pair.pretokenization import (
     GPT2_PRETOKEN_PATTERN,
     pretokenize,
 )
+from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import route_rows
 from keras_bert_core.text.tokenizer import Tokenizer
 from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
@@ -91,6 +92,15 @@ class BytePairTokenizer(Tokenizer):
     SPECIAL_TOKENS = {"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>",
                       "unk": "<unk>"}
     vocabulary_kind = BYTE_PAIR
+
+    @property
+    def special_tokens(self):
+        """RoBERTa's `<s>`, `</s>`...; BERT's `[CLS]`, `[SEP]`... where the vocabulary has
+        those and not RoBERTa's (ModernBERT's byte-level BPE)."""
+        vocabulary = self.vocabulary or {}
+        if "<s>" not in vocabulary and "[CLS]" in vocabulary:
+            return SpecialTokenIds.SPECIAL_TOKENS
+        return self.SPECIAL_TOKENS
 
     def __init__(self, vocabulary, merges, **kwargs):
         super().__init__(**kwargs)
