@@ -104,15 +104,14 @@ def train_tokenizer(folder):
 
 
 def perturb(model, seed):
-    """Random norm scales and decoder/classifier biases, so a wrong norm or a dropped bias
-    shows."""
+    """Random norm scales (ModernBERT's norms are all named `*norm`) and decoder/classifier
+    biases, so a wrong norm or a dropped bias shows."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.LayerNorm):
-                module.weight.copy_(0.5 + torch.rand(module.weight.shape, generator=generator))
         for name, parameter in model.named_parameters():
-            if name.endswith("bias"):
+            if name.endswith("norm.weight"):
+                parameter.copy_(0.5 + torch.rand(parameter.shape, generator=generator))
+            elif name.endswith("bias"):
                 parameter.copy_(0.1 * torch.randn(parameter.shape, generator=generator))
 
 
