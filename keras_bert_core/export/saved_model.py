@@ -17,6 +17,7 @@ from keras_bert_core.export.limits import (
 from keras_bert_core.export.op_allowlists import graph_op_types, unsupported_tf_serving_ops
 from keras_bert_core.export.warmup import write_warmup_requests
 from keras_bert_core.files import replaced_when_complete
+from keras_bert_core.tasks.serving import cut_padding
 from keras_bert_core.tasks.serving_dispatch import serving_task
 from keras_bert_core.text.string_batches import cut_texts
 from keras_bert_core.text.vocabulary.files import TOKENIZER_CONFIG, write_vocabulary_files
@@ -51,6 +52,8 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
 
     def answer(features):
         if not static_shape:
+            if task.pooled:
+                features = cut_padding(features)
             # An empty batch packs to width 0, but the encoder reads position 0 ([CLS]).
             features = {name: tf.pad(ids, [[0, 0]] * (ids.shape.rank - 1)
                                      + [[0, tf.maximum(1 - tf.shape(ids)[-1], 0)]])
@@ -155,11 +158,13 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
       prompt before the texts).
 
     Each batch is padded to its longest sequence, rounded up to a multiple of 8, at most
-    `preprocessor.seq_length`. The tokenizer's files travel as assets, with its casing in
-    `assets/tokenizer_config.json`: `assets/vocab.txt` (WordPiece), `assets/vocab.json` and
-    `assets/merges.txt` (byte-level BPE, RoBERTa) or `assets/spiece.model` (SentencePiece,
-    ALBERT); the export holds no absolute path. The graph holds TensorFlow core ops and the
-    tf.text ops that TF Serving links (a warning names any other).
+    `preprocessor.seq_length`; a classifier, embedder or encoder, whose answers pool the
+    sequence, runs only the columns up to the longest sequence. The tokenizer's files
+    travel as assets, with its casing in `assets/tokenizer_config.json`: `assets/vocab.txt`
+    (WordPiece), `assets/vocab.json` and `assets/merges.txt` (byte-level BPE, RoBERTa) or
+    `assets/spiece.model` (SentencePiece, ALBERT); the export holds no absolute path. The
+    graph holds TensorFlow core ops and the tf.text ops that TF Serving links (a warning
+    names any other).
 
     The SavedModel is written beside its destination and moved there only when complete:
     TF Serving, watching `<path>/<name>`, never loads a half-written version, and a failed

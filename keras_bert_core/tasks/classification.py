@@ -233,6 +233,8 @@ class Classification(ServingTask):
     ([1], [b'yes'])
     """
 
+    pooled = True
+
     def __init__(self, label_names=None, pairs=False):
         super().__init__(pairs)
         self.label_names = label_names
@@ -252,6 +254,8 @@ class Regression(ServingTask):
     >>> Regression().outputs(tf.constant([[0.5], [4.0]]), None)["score"].numpy().tolist()
     [0.5, 4.0]
     """
+
+    pooled = True
 
     def outputs(self, logits, features):
         return {"score": logits[:, 0]}

@@ -40,6 +40,10 @@ class ServingTask:
     `document`) to the prompt each puts before the texts. The writers build those
     signatures as `serving_default`, with their prompt.
 
+    `pooled` tasks (one answer per text, which padding columns do not change) are served
+    without the padding columns the packer adds past every row's last token (it rounds the
+    width up to a multiple of 8): the encoder computes no position that no answer reads.
+
     Args:
         pairs: the texts come in pairs, inputs `text_a` and `text_b`, packed into one row.
 
@@ -50,6 +54,9 @@ class ServingTask:
 
     default_prompt = ""
     prompt_signatures = {}
+    # One answer per text (a label, a vector) that no padding column changes: the writers
+    # cut the columns past every row's last token before the encoder (`cut_padding`).
+    pooled = False
 
     def __init__(self, pairs=False):
         self.pairs = pairs
@@ -127,3 +134,19 @@ def left_align(values, keep, fill):
     scattered = tf.scatter_nd(tf.stack([rows, slot], axis=-1), values - fill,
                               shape + tf.constant([0, 1]))
     return scattered[:, :-1] + fill
+
+
+def cut_padding(features):
+    """The encoder `features` without their last columns that are padding in every row.
+
+    Example:
+    >>> features = {"token_ids": tf.constant([[2, 5, 3, 0], [2, 3, 0, 0]]),
+    ...             "padding_mask": tf.constant([[1, 1, 1, 0], [1, 1, 0, 0]])}
+    >>> cut_padding(features)["token_ids"].numpy().tolist()
+    [[2, 5, 3], [2, 3, 0]]
+    """
+    mask = features["padding_mask"]
+    position = tf.range(1, tf.shape(mask)[-1] + 1)
+    width = tf.reduce_max(tf.where(mask > 0, position, 0))
+    width = tf.maximum(width, 0)  # an empty batch: its max is the lowest int32
+    return {name: ids[..., :width] for name, ids in features.items()}

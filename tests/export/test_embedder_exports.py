@@ -50,6 +50,17 @@ def test_saved_model_serves_vectors_and_a_signature_per_prompt(embedder, saved_m
     assert unsupported_tf_serving_ops(saved_model_op_types(path)) == set()
 
 
+def test_vectors_come_from_the_real_columns_alone(embedder, saved_model):
+    # `tokenize` pads to a multiple of 8 as documented; the vectors skip those columns
+    # (cut_padding) and equal Keras's, for a batch of one short text and an empty batch.
+    signatures = saved_model[1].signatures
+    assert signatures["tokenize"](text=tf.constant(["fast"]))["token_ids"].shape == (1, 8)
+    served = signatures["serving_default"](text=tf.constant(["fast"]))["embedding"].numpy()
+    np.testing.assert_allclose(served, embedder.predict(["fast"], verbose=0), atol=1e-5)
+    empty = signatures["serving_default"](text=tf.constant([], tf.string))["embedding"]
+    assert empty.shape == (0, 8)
+
+
 def test_served_as_tf_serving_runs_it_gelu_fuses_into_the_matmul(saved_model):
     # A TF1 Session, grappler on, as TF Serving's model server loads the SavedModel: with
     # oneDNN kernels the feed-forward's GELU runs inside the matmul's kernel (no Erf op).

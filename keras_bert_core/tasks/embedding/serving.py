@@ -29,6 +29,8 @@ class TextEmbedding(ServingTask):
     [[0.6000000238418579, 0.800000011920929]]
     """
 
+    pooled = True
+
     def __init__(self, default_prompt="", prompts=None):
         super().__init__()
         prompts = dict(prompts or {})
@@ -54,6 +56,8 @@ class SentenceEmbedding(ServingTask):
     >>> SentenceEmbedding().outputs(encoded, features)["mean_embedding"].numpy().tolist()
     [[2.0]]
     """
+
+    pooled = True
 
     def outputs(self, model_outputs, features):
         sequence = tf.cast(model_outputs["sequence_output"], tf.float32)
