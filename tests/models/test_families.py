@@ -23,14 +23,17 @@ PUBLISHED_PARAMETERS = {
     "albert_xxlarge": 222_595_584,
     "distilbert_base": 66_362_880,
 }
-FAMILIES = ["roberta", "albert", "distilbert"]
+FAMILIES = ["roberta", "albert", "distilbert", "modernbert"]
 SMALL = {"vocab_size": 100, "hidden_size": 32, "num_heads": 4, "intermediate_size": 64,
          "dropout": 0.0, "attention_dropout": 0.0}
 
 
 def family_encoder(family, **overrides):
-    """A small random encoder of `family` (ALBERT: 3 layers sharing one block)."""
-    sizes = {"num_layers": 3, "embedding_size": 16} if family == "albert" else {"num_layers": 1}
+    """A small random encoder of `family` (ALBERT: 3 layers sharing one block; ModernBERT:
+    a global layer, then a local one whose window is shorter than the inputs)."""
+    sizes = {"albert": {"num_layers": 3, "embedding_size": 16},
+             "modernbert": {"num_layers": 2, "local_attention_window": 4,
+                            "global_attention_every": 2}}.get(family, {"num_layers": 1})
     config = kbc.BertConfig.preset(f"{family}_base", **{**SMALL, **sizes, **overrides})
     return kbc.BertEncoder(config)
 
