@@ -46,6 +46,7 @@ def test_finetune_from_a_modernbert_folder_then_export(kbc, tmp_path):
     assert tflite.code == 2 and "not text" in tflite.err
 
 
+@pytest.mark.slow  # its BPE tokenizer traces slowly in tf.data
 def test_pretrain_a_modernbert_checkpoint_with_its_masking_rate(kbc, corpus, tmp_path):
     run_dir = tmp_path / "run"
     result = kbc("pretrain", corpus, "--checkpoint", MODERNBERT, "--mask-rate", 0.3,
