@@ -1,0 +1,132 @@
+"""ModernBERT-base encoder, kbc vs transformers' PyTorch (and BERT-base in kbc): CPU time and
+peak memory of one forward pass on batch 1, random weights, at several lengths.
+
+    python bench/modernbert_encoder.py [--lengths 128 512 2048 8192] [--rounds 2] \
+        [--reference-python /work/refvenv/bin/python]
+
+Each measurement runs in a fresh process on 2 threads (TensorFlow intra-op / torch): it
+builds the model, runs one call to trace (kbc: a tf.function) and warm up, then times one
+call by CPU time (time.process_time, all threads) and reads the process's peak RSS
+(weights, runtime and the calls' activations; the allocators keep what the warm-up call
+freed, so a per-call figure would read 0). Engines take turns within each round; the best
+round counts. Engines:
+
+- kbc-modernbert: `BertEncoder(BertConfig.preset("modernbert_base"))` (local layers in key
+  bands, global layers in query chunks);
+- transformers-modernbert: `ModernBertModel(ModernBertConfig())`, its default attention
+  (run with `--reference-python`, a Python with torch and transformers);
+- kbc-bert: `BertEncoder(BertConfig.preset("base"))` (dense attention; 512 positions at
+  most, so longer lengths skip it).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+ENGINES = ("kbc-modernbert", "transformers-modernbert", "kbc-bert")
+
+
+def _rss_bytes(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _kbc_call(preset, length):
+    import numpy as np
+    import tensorflow as tf
+
+    import keras_bert_core as kbc
+
+    tf.config.threading.set_intra_op_parallelism_threads(2)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    encoder = kbc.BertEncoder(kbc.BertConfig.preset(preset))
+    ids = np.random.default_rng(0).integers(5, 30000, (1, length)).astype("int32")
+    inputs = {"token_ids": tf.constant(ids), "segment_ids": tf.zeros_like(ids),
+              "padding_mask": tf.ones_like(ids)}
+    function = tf.function(lambda x: encoder(x)["sequence_output"], autograph=False)
+    return lambda: function(inputs).numpy()
+
+
+def _transformers_call(length):
+    import torch
+    import transformers
+
+    torch.set_num_threads(2)
+    model = transformers.ModernBertModel(transformers.ModernBertConfig()).eval()
+    ids = torch.randint(5, 30000, (1, length))
+    mask = torch.ones_like(ids)
+
+    def call():
+        with torch.no_grad():
+            return model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
+
+    return call
+
+
+def child(engine, length):
+    if engine == "transformers-modernbert":
+        call = _transformers_call(length)
+    else:
+        call = _kbc_call("modernbert_base" if engine == "kbc-modernbert" else "base", length)
+    call()  # trace and warm up
+    start = time.process_time()
+    call()
+    cpu = time.process_time() - start
+    print(json.dumps({"engine": engine, "length": length, "cpu_s": cpu,
+                      "peak_bytes": _rss_bytes("VmHWM:")}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512, 2048, 8192])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--reference-python", default="/work/refvenv/bin/python")
+    parser.add_argument("--out")
+    parser.add_argument("--child", nargs=2, metavar=("ENGINE", "LENGTH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [common.REPO, os.environ.get("PYTHONPATH", "")])}
+    best = {}
+    for _ in range(args.rounds):
+        for length in args.lengths:
+            for engine in args.engines:
+                if engine == "kbc-bert" and length > 512:
+                    continue
+                python = (args.reference_python if engine == "transformers-modernbert"
+                          else sys.executable)
+                out = subprocess.run([python, __file__, "--child", engine, str(length)],
+                                     check=True, capture_output=True, text=True,
+                                     env=env).stdout
+                row = json.loads(out.strip().splitlines()[-1])
+                key = (engine, length)
+                if key not in best or row["cpu_s"] < best[key]["cpu_s"]:
+                    best[key] = {**row, "peak_bytes": min(
+                        row["peak_bytes"], best.get(key, row)["peak_bytes"])}
+    print(f"batch 1, random weights, 2 threads; best of {args.rounds} rounds")
+    print("| engine | tokens | CPU s / call | process peak MB |")
+    print("|---|---:|---:|---:|")
+    for (engine, length), row in sorted(best.items(), key=lambda item: (item[0][1], item[0][0])):
+        print(f"| {engine} | {length:,} | {row['cpu_s']:.2f} | {row['peak_bytes'] / 1e6:,.0f} |")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(list(best.values()), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
