@@ -12,6 +12,7 @@ features use comes with a pip extra (pyproject.toml's `[project.optional-depende
     tfds       tensorflow-datasets: TFDS tasks (`load_tfds_task`, `kbc finetune --tfds`)
     keras-hub  keras-hub: reading KerasHub presets
     serving    tensorflow-serving-api: warmup requests in SavedModel exports
+    hub        huggingface_hub: checkpoints by Hub name (`hf://org/name`)
     all        every extra above
 
 `require` imports one and, when it is missing, raises `MissingDependencyError` with one line
@@ -33,6 +34,7 @@ OPTIONAL_MODULES = {
     "tensorflow_datasets": ("tensorflow-datasets", "tfds"),
     "keras_hub": ("keras-hub", "keras-hub"),
     "tensorflow_serving": ("tensorflow-serving-api", "serving"),
+    "huggingface_hub": ("huggingface_hub", "hub"),
 }
 
 

@@ -2,6 +2,7 @@
 mixed precision, `.keras` round trips. Import as `from tests.helpers import ...`."""
 
 import contextlib
+import os
 import re
 
 import keras
@@ -156,3 +157,33 @@ def cross_entropy(logits, labels):
     logits = logits - logits.max(-1, keepdims=True)
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     return -np.take_along_axis(log_probs, np.asarray(labels)[..., None], -1)[..., 0]
+
+
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def offline_hub_cache(monkeypatch, cache, repo_id, folder):
+    """A Hugging Face Hub cache at `cache` holding the files of `folder` as `repo_id`'s
+    snapshot in huggingface_hub's own layout (models--org--name/blobs/<sha256>, linked from
+    snapshots/<commit>/<file>; refs/main), used offline: the environment says so, and so do
+    huggingface_hub's constants, which it reads from the environment once, on import."""
+    import hashlib
+    import shutil
+
+    import huggingface_hub.constants
+
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / HUB_COMMIT
+    (repo / "blobs").mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as file:
+            digest = hashlib.sha256(file.read()).hexdigest()
+        shutil.copyfile(os.path.join(folder, name), repo / "blobs" / digest)
+        (snapshot / name).symlink_to(os.path.join("..", "..", "blobs", digest))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(HUB_COMMIT)
+    for name, value in {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": True}.items():
+        monkeypatch.setenv(name, "1" if value is True else value)
+        monkeypatch.setattr(huggingface_hub.constants, name, value)
+    return snapshot

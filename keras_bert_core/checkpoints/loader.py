@@ -13,6 +13,7 @@ from keras_bert_core.checkpoints import (
     model_garden,
     sentence_transformers,
 )
+from keras_bert_core.checkpoints.hub_names import resolve
 from keras_bert_core.checkpoints.readers import TFCheckpointReader, tf_checkpoint_prefix
 from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models.pretrainer import BertPretrainer
@@ -71,7 +72,10 @@ def load_checkpoint(path, config=None):
     `CheckpointMismatchError` listing every missing, unexpected and mis-shaped weight.
 
     Args:
-        path: a checkpoint folder, file, or TensorFlow checkpoint prefix.
+        path: a checkpoint folder, file, or TensorFlow checkpoint prefix; or a Hugging Face
+            Hub name, `"hf://org/name"` (`"hf://org/name@revision"` pins a branch, tag or
+            commit), downloaded into the Hub's cache or read from it (`HF_HUB_OFFLINE=1`)
+            with the `hub` extra.
         config: a `BertConfig` to use instead of the one stored beside the weights (or, for
             Model Garden checkpoints without one, inferred from the shapes). Not accepted for
             `.keras` files, which carry their own.
@@ -90,7 +94,7 @@ def load_checkpoint(path, config=None):
     >>> config.hidden_size
     128
     """
-    path = keras_file.model_of_preset(os.fspath(path))
+    path = keras_file.model_of_preset(resolve(path))
     fmt = detect_format(path)
     if fmt == "keras":
         if config is not None:
@@ -136,7 +140,7 @@ def load_pretrainer(path, config=None):
     Returns:
         `(pretrainer, config)`.
     """
-    path = keras_file.model_of_preset(os.fspath(path))
+    path = keras_file.model_of_preset(resolve(path))
     fmt = detect_format(path)
     if fmt == "keras" and config is None:
         pretrainer = keras_file.find_model(keras_file.load_model(path), BertPretrainer)

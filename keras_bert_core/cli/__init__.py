@@ -129,6 +129,20 @@ def user_error_message(error):
     return None
 
 
+# The arguments that take a checkpoint, a preset or a run: each also takes a Hub name.
+HUB_NAME_ARGUMENTS = ("checkpoint", "source", "model", "teacher", "student")
+
+
+def resolve_hub_names(args):
+    """Replaces each Hub name (`hf://org/name[@revision]`) in `args` by its local snapshot
+    folder, downloaded or found in the Hub's cache, as `kbc.from_preset` does."""
+    from keras_bert_core.checkpoints.hub_names import is_hub_name, resolve
+
+    for name in HUB_NAME_ARGUMENTS:
+        if is_hub_name(getattr(args, name, None)):
+            setattr(args, name, resolve(getattr(args, name)))
+
+
 def main(argv=None):
     from keras_bert_core.cli.messages import load_tensorflow_quietly, quiet_messages
     from keras_bert_core.cli.run_lock import command_writes
@@ -156,6 +170,7 @@ def main(argv=None):
             elif getattr(args, "allow_changed_data", False):
                 raise UserError("--allow-changed-data goes with --resume, which checks the "
                                 "training data against the run's")
+            resolve_hub_names(args)
             code = importlib.import_module(f"keras_bert_core.cli.{args.module}").run(args) or 0
             sys.stdout.flush()  # here, so that a reader gone by now is caught below
         return code

@@ -15,7 +15,8 @@ from keras_bert_core.files import replaced_when_complete
 def add_arguments(parser):
     parser.add_argument("source", help="the checkpoint: a folder (e.g. a Hugging Face BERT, "
                                        "RoBERTa, ALBERT or DistilBERT folder, or a kbc run), "
-                                       "a file, or a TF checkpoint prefix; its format is "
+                                       "a file, a TF checkpoint prefix, or a Hub name "
+                                       "(hf://org/name[@revision]); its format is "
                                        "detected")
     parser.add_argument("output", help="the .keras file to write")
     parser.add_argument("--config", metavar="JSON",

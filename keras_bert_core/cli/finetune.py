@@ -75,7 +75,8 @@ def add_arguments(parser):
                         help="pretrained weights: a Hugging Face folder (BERT, RoBERTa, "
                              "ALBERT, DistilBERT), a google-research or Model Garden "
                              "checkpoint, a .keras file, a kbc run or a preset folder "
-                             "(kbc export --format preset); the model's family "
+                             "(kbc export --format preset), or a Hugging Face Hub name "
+                             "(hf://org/name[@revision]); the model's family "
                              "brings its own classification head and packing. Default: a "
                              "new model from --preset/--config")
     add_model_options(parser)

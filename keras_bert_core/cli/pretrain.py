@@ -103,8 +103,9 @@ def add_arguments(parser):
                                 "other pairs")
     add_model_options(parser)
     parser.add_argument("--checkpoint", metavar="PATH",
-                        help="continue pretraining these weights (any supported format, or "
-                             "a kbc run) instead of starting from --preset/--config")
+                        help="continue pretraining these weights (any supported format, "
+                             "a kbc run, or a Hub name hf://org/name[@revision]) instead of "
+                             "starting from --preset/--config")
     add_training_options(parser, batch_size=32, learning_rate=1e-4)
     parser.add_argument("--epochs", type=positive_int, default=10,
                         help="epochs; each epoch end is a backup, a checkpoint and a log line")

@@ -43,7 +43,9 @@ def from_preset(path, *, seq_length=None, lower_case=None):
     vocabulary files lie beside it.
 
     Args:
-        path: the folder or file.
+        path: the folder or file; or a Hugging Face Hub name, `"hf://org/name"`
+            (`"hf://org/name@revision"` pins a branch, tag or commit), which the `hub` extra
+            downloads into the Hub's cache, or finds there (`HF_HUB_OFFLINE=1`).
         seq_length: the longest packed sequence, instead of the source's.
         lower_case: the casing, instead of the source's (e.g. False for a cased
             google-research checkpoint, whose files do not say).
@@ -68,10 +70,11 @@ def from_preset(path, *, seq_length=None, lower_case=None):
     >>> type(encoder).__name__, preprocessor.seq_length, preprocessor.lower_case
     ('BertEncoder', 32, True)
     """
+    from keras_bert_core.checkpoints.hub_names import resolve
     from keras_bert_core.checkpoints.huggingface import check_special_token_ids
     from keras_bert_core.checkpoints.readers import tf_checkpoint_prefix
 
-    path = os.fspath(path)
+    path = resolve(path)
     if not os.path.exists(path) and tf_checkpoint_prefix(path) is None:
         raise CheckpointError(f"{path}: no such file or folder")
     # Each loader: (model, vocabulary for BertPreprocessor, the source's length and casing).
