@@ -1,5 +1,7 @@
 """The base of the package's tokenizers (WordPiece, byte-level BPE, SentencePiece)."""
 
+import tensorflow as tf
+
 from keras_bert_core.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_core.text.special_tokens import SpecialTokenIds
 from keras_bert_core.text.string_batches import as_batch, keep_static_batch_size
@@ -37,7 +39,7 @@ class Tokenizer(VocabularyAssets, SpecialTokenIds, PreprocessingLayer):
         """
         self._check_vocabulary()
         text, single = as_batch(inputs)
-        (ids,) = self._tokenize(text, with_offsets=False)
+        (ids,) = self._tokenize_once_traced(text, with_offsets=False)
         keep_static_batch_size(ids, text)
         return ids[0] if single else ids
 
@@ -56,7 +58,41 @@ class Tokenizer(VocabularyAssets, SpecialTokenIds, PreprocessingLayer):
         text, single = as_batch(inputs)
         if single:
             raise ValueError("tokenize_with_offsets takes a batch (list or 1-D tensor) of strings.")
-        outputs = self._tokenize(text, with_offsets=True)
+        outputs = self._tokenize_once_traced(text, with_offsets=True)
         for x in outputs:
             keep_static_batch_size(x, text)
         return outputs
+
+    def _tokenize_once_traced(self, text, with_offsets):
+        """`_tokenize`; in a graph, a call of one `tf.function` traced once per tokenizer and
+        mode. Its graph is hundreds to thousands of string ops, which every graph that
+        tokenizes (a pair's second text, `fit`'s and `predict`'s datasets, each export
+        signature) would otherwise build again in Python (bench/tokenizer_trace_time.py).
+        The call is inlined when the graph runs, so what runs is what ran before. The TFLite
+        route stays inline: the converter reads it as it is."""
+        if tf.executing_eagerly() or getattr(self, "tflite_compatible", False):
+            return self._tokenize(text, with_offsets)
+        traced = self._traced_tokenize.get(with_offsets)
+        if traced is None:
+            with tf.init_scope():  # traced outside the calling graph: every graph can call it
+                traced = tf.function(lambda batch: self._tokenize(batch, with_offsets),
+                                     autograph=False).get_concrete_function(
+                    tf.TensorSpec([None], tf.string))
+            self._traced_tokenize[with_offsets] = traced
+        return traced(text)
+
+    @property
+    def _traced_tokenize(self):
+        # A plain dict behind a plain object: neither Keras's attribute tracking nor a
+        # SavedModel's (which would save the functions as the layer's own) sees it.
+        holder = self.__dict__.get("_traced_functions")
+        if holder is None:
+            holder = self.__dict__["_traced_functions"] = _Untracked()
+        return holder.functions
+
+
+class _Untracked:
+    """Functions held where attribute tracking does not look."""
+
+    def __init__(self):
+        self.functions = {}
