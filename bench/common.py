@@ -182,6 +182,28 @@ def summarize(times):
             "min_s": min(times), "steps": len(times)}
 
 
+def keep_best_round(best, key, row):
+    """Keeps in `best[key]` the round of least `cpu_s` (the rounds of a loaded machine
+    differ; the best is the least disturbed), with the least `peak_bytes` of all rounds."""
+    if key not in best or row["cpu_s"] < best[key]["cpu_s"]:
+        best[key] = {**row, "peak_bytes": min(row["peak_bytes"],
+                                               best.get(key, row)["peak_bytes"])}
+
+
+def report_best_rounds(best, name, title, out=None, digits=3, peak="peak MB"):
+    """Prints `best` ({(name, tokens): row}) as a Markdown table under `title`, shortest
+    inputs first; writes the rows to `out` as JSON when given."""
+    print(title)
+    print(f"| {name} | tokens | CPU s / call | {peak} |")
+    print("|---|---:|---:|---:|")
+    for (label, length), row in sorted(best.items(), key=lambda item: (item[0][1], item[0][0])):
+        print(f"| {label} | {length:,} | {row['cpu_s']:.{digits}f} | "
+              f"{row['peak_bytes'] / 1e6:,.0f} |")
+    if out:
+        with open(out, "w") as f:
+            json.dump(list(best.values()), f, indent=1)
+
+
 def peak_rss_mb():
     """This process's peak resident memory so far (Linux reports kilobytes)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -190,6 +212,22 @@ def peak_rss_mb():
 def current_rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def proc_status_bytes(field):
+    """A memory field of /proc/self/status (`"VmRSS:"`, `"VmHWM:"`: the peak since start or
+    since `/proc/self/clear_refs` was written 5), in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def child_environment():
+    """The environment of a measuring child process: this checkout first on its path."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [REPO, os.environ.get("PYTHONPATH", "")])}
 
 
 def machine_info():

@@ -36,14 +36,6 @@ ROUTES = ("local-banded", "local-dense", "global-chunked", "global-dense")
 WINDOW, HEAD_SIZE, CHUNK = 128, 64, 512
 
 
-def _rss_bytes(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def _function(route, length):
     import numpy as np
     from keras import ops
@@ -81,9 +73,9 @@ def child(route, length, heads, repeats):
     function.get_concrete_function(q, k, v, mask)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets the peak RSS (VmHWM) to the current RSS
-    before = _rss_bytes("VmRSS:")
+    before = common.proc_status_bytes("VmRSS:")
     function(q, k, v, mask).numpy()
-    peak = _rss_bytes("VmHWM:") - before
+    peak = common.proc_status_bytes("VmHWM:") - before
     start = time.process_time()
     for _ in range(repeats):
         function(q, k, v, mask).numpy()
@@ -106,8 +98,7 @@ def main():
         child(args.child[0], int(args.child[1]), args.heads, args.repeats)
         return
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [common.REPO, os.environ.get("PYTHONPATH", "")])}
+    env = common.child_environment()
     best = {}
     for _ in range(args.rounds):
         for length in args.lengths:
@@ -117,19 +108,10 @@ def main():
                      "--heads", str(args.heads), "--repeats", str(args.repeats)],
                     check=True, capture_output=True, text=True, env=env).stdout
                 row = json.loads(out.strip().splitlines()[-1])
-                key = (route, length)
-                if key not in best or row["cpu_s"] < best[key]["cpu_s"]:
-                    best[key] = {**row, "peak_bytes": min(
-                        row["peak_bytes"], best.get(key, row)["peak_bytes"])}
-    print(f"heads {args.heads}, head size {HEAD_SIZE}, batch 1, window {WINDOW}, "
-          f"chunk {CHUNK}; best of {args.rounds} rounds, {args.repeats} calls each")
-    print("| route | tokens | CPU s / call | peak MB |")
-    print("|---|---:|---:|---:|")
-    for (route, length), row in sorted(best.items(), key=lambda item: (item[0][1], item[0][0])):
-        print(f"| {route} | {length:,} | {row['cpu_s']:.3f} | {row['peak_bytes'] / 1e6:,.0f} |")
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(list(best.values()), f, indent=1)
+                common.keep_best_round(best, (route, length), row)
+    common.report_best_rounds(
+        best, "route", f"heads {args.heads}, head size {HEAD_SIZE}, batch 1, window {WINDOW}, "
+        f"chunk {CHUNK}; best of {args.rounds} rounds, {args.repeats} calls each", args.out)
 
 
 if __name__ == "__main__":

@@ -34,14 +34,6 @@ import common  # noqa: E402
 ENGINES = ("kbc-modernbert", "transformers-modernbert", "kbc-bert")
 
 
-def _rss_bytes(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def _kbc_call(preset, length):
     import numpy as np
     import tensorflow as tf
@@ -84,7 +76,7 @@ def child(engine, length):
     call()
     cpu = time.process_time() - start
     print(json.dumps({"engine": engine, "length": length, "cpu_s": cpu,
-                      "peak_bytes": _rss_bytes("VmHWM:")}))
+                      "peak_bytes": common.proc_status_bytes("VmHWM:")}))
 
 
 def main():
@@ -100,8 +92,7 @@ def main():
         child(args.child[0], int(args.child[1]))
         return
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [common.REPO, os.environ.get("PYTHONPATH", "")])}
+    env = common.child_environment()
     best = {}
     for _ in range(args.rounds):
         for length in args.lengths:
@@ -114,18 +105,10 @@ def main():
                                      check=True, capture_output=True, text=True,
                                      env=env).stdout
                 row = json.loads(out.strip().splitlines()[-1])
-                key = (engine, length)
-                if key not in best or row["cpu_s"] < best[key]["cpu_s"]:
-                    best[key] = {**row, "peak_bytes": min(
-                        row["peak_bytes"], best.get(key, row)["peak_bytes"])}
-    print(f"batch 1, random weights, 2 threads; best of {args.rounds} rounds")
-    print("| engine | tokens | CPU s / call | process peak MB |")
-    print("|---|---:|---:|---:|")
-    for (engine, length), row in sorted(best.items(), key=lambda item: (item[0][1], item[0][0])):
-        print(f"| {engine} | {length:,} | {row['cpu_s']:.2f} | {row['peak_bytes'] / 1e6:,.0f} |")
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(list(best.values()), f, indent=1)
+                common.keep_best_round(best, (engine, length), row)
+    common.report_best_rounds(
+        best, "engine", f"batch 1, random weights, 2 threads; best of {args.rounds} rounds",
+        args.out, digits=2, peak="process peak MB")
 
 
 if __name__ == "__main__":
