@@ -18,7 +18,7 @@ from keras_bert_core.models.text_inputs import (
     split_last,
     takes_argument,
 )
-from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
+from keras_bert_core.optimizers import BertAdamW, BuildsOptimizerFirst
 
 
 class _CompileArgs:
@@ -32,7 +32,7 @@ class _CompileArgs:
         return keras.saving.serialize_keras_object(self.args)
 
 
-class TaskModel(keras.Model):
+class TaskModel(BuildsOptimizerFirst, keras.Model):
     """Base of the task models: a `BertEncoder`, heads, and working `compile` defaults.
 
     A task model is compiled on construction, so `fit` works at once; `compile()` with no

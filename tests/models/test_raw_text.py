@@ -344,3 +344,15 @@ def test_fit_on_text_under_a_two_replica_strategy(tmp_path):
     result = json.loads(result_path.read_text())
     assert result["replicas"] == 2
     np.testing.assert_allclose(result["mirrored"], result["single"], rtol=1e-4)
+
+
+def test_fit_traces_its_train_step_once(monkeypatch):
+    # The optimizer's variables exist before the step is traced: a first trace that created
+    # them would make TensorFlow trace the whole step again.
+    model, text, _ = classifier(make_preprocessor())
+    traces = []
+    train_step = type(model).train_step
+    monkeypatch.setattr(type(model), "train_step",
+                        lambda self, data: traces.append(1) or train_step(self, data))
+    model.fit(text, np.array([0, 1, 2, 0, 1]), batch_size=2, epochs=2, verbose=0)
+    assert len(traces) == 1 and model.optimizer.iterations.numpy() == 6

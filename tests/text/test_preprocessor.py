@@ -438,3 +438,22 @@ def test_sentencepiece_texts_are_cut_in_both_pipelines():
     assert BertPreprocessor.from_config(config).tokenizer.max_text_bytes == 9
     tflite = whole.with_options(tflite_compatible=True)
     assert tflite.tflite_compatible and tflite.tokenizer.tflite_compatible
+
+
+def test_a_tokenizer_builds_its_graph_once_for_every_graph_that_tokenizes(monkeypatch):
+    # Each graph calls the one traced function: a pair's two texts, a second tf.function.
+    preprocessor = BertPreprocessor(TINY_VOCAB, seq_length=8)
+    tokenizer = preprocessor.tokenizer
+    builds = []
+    tokenize = type(tokenizer)._tokenize
+    monkeypatch.setattr(type(tokenizer), "_tokenize",
+                        lambda self, *args: builds.append(args[1:]) or tokenize(self, *args))
+    pairs = (tf.constant(["the quick fox", "fox"]), tf.constant(["the fox .", "quick"]))
+    traced = [tf.function(preprocessor)(pairs) for _ in range(2)]
+    assert builds == [(False,)]
+    eager = preprocessor(pairs)  # eagerly, op by op, as before
+    for outputs in traced:
+        assert as_lists(outputs) == as_lists(eager)
+    builds.clear()
+    tf.function(tokenizer.tokenize_with_offsets)(pairs[0])
+    assert builds == [(True,)]

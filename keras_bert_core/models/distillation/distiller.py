@@ -16,14 +16,14 @@ from keras_bert_core.models.distillation.losses import (
 )
 from keras_bert_core.models.distillation.pairs import check_pair, from_pair_config
 from keras_bert_core.models.pretrainer import BertPretrainer
-from keras_bert_core.optimizers import BertAdamW  # compile("auto")'s default
+from keras_bert_core.optimizers import BertAdamW, BuildsOptimizerFirst
 
 # The key of an input batch holding the teacher's stored outputs (`load_teacher_outputs`).
 TEACHER_OUTPUTS = "teacher_outputs"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class Distiller(keras.Model):
+class Distiller(BuildsOptimizerFirst, keras.Model):
     """Trains `student` on a frozen `teacher`'s outputs, with `fit` (the loss:
     `keras_bert_core.models.distillation`'s docstring).
 

@@ -8,7 +8,7 @@ from keras_bert_core.keras_internals import loss_tracker
 from keras_bert_core.models.distillation.losses import replicas
 from keras_bert_core.models.distillation.pairs import from_pair_config
 from keras_bert_core.models.embedder import BertEmbedder
-from keras_bert_core.optimizers import BertAdamW
+from keras_bert_core.optimizers import BertAdamW, BuildsOptimizerFirst
 
 
 def vector_mse(teacher, student):
@@ -18,7 +18,7 @@ def vector_mse(teacher, student):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
-class EmbeddingDistiller(keras.Model):
+class EmbeddingDistiller(BuildsOptimizerFirst, keras.Model):
     """Trains `student` to reproduce a frozen `teacher`'s vectors on unlabeled text, with
     `fit`: the mean squared error between the two models' vectors (sentence-transformers'
     model-distillation recipe). No labels: any texts of the domain will do.
