@@ -72,23 +72,17 @@ class Tokenizer(VocabularyAssets, SpecialTokenIds, PreprocessingLayer):
         route stays inline: the converter reads it as it is."""
         if tf.executing_eagerly() or getattr(self, "tflite_compatible", False):
             return self._tokenize(text, with_offsets)
-        traced = self._traced_tokenize.get(with_offsets)
+        # In a plain object's dict: neither Keras's attribute tracking nor a SavedModel's
+        # (which would save the functions as the layer's own) looks there.
+        functions = self.__dict__.setdefault("_traced_functions", _Untracked()).functions
+        traced = functions.get(with_offsets)
         if traced is None:
             with tf.init_scope():  # traced outside the calling graph: every graph can call it
                 traced = tf.function(lambda batch: self._tokenize(batch, with_offsets),
                                      autograph=False).get_concrete_function(
                     tf.TensorSpec([None], tf.string))
-            self._traced_tokenize[with_offsets] = traced
+            functions[with_offsets] = traced
         return traced(text)
-
-    @property
-    def _traced_tokenize(self):
-        # A plain dict behind a plain object: neither Keras's attribute tracking nor a
-        # SavedModel's (which would save the functions as the layer's own) sees it.
-        holder = self.__dict__.get("_traced_functions")
-        if holder is None:
-            holder = self.__dict__["_traced_functions"] = _Untracked()
-        return holder.functions
 
 
 class _Untracked:
