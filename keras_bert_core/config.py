@@ -13,6 +13,7 @@ import json
 import os
 
 from keras_bert_core.errors import ConfigError, VocabularyMismatchError
+from keras_bert_core.families import FAMILIES, JSON_ALIASES, PRESETS, huggingface_settings
 
 # BERT's original key names (google-research and Hugging Face) -> our field names.
 _JSON_ALIASES = {
@@ -21,10 +22,6 @@ _JSON_ALIASES = {
     "hidden_dropout_prob": "dropout",
     "attention_probs_dropout_prob": "attention_dropout",
 }
-# DistilBERT's own key names -> ours.
-_DISTILBERT_ALIASES = {"n_layers": "num_layers", "n_heads": "num_heads", "dim": "hidden_size",
-                       "hidden_dim": "intermediate_size", "activation": "hidden_act"}
-FAMILIES = ("bert", "roberta", "albert", "distilbert", "modernbert")
 _ACTIVATIONS = ("gelu", "gelu_approximate", "relu", "tanh")
 # Hugging Face spellings of the tanh-approximate GELU.
 _ACTIVATION_ALIASES = {"gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
@@ -253,12 +250,12 @@ trained with
         `config.json` of any family (its `model_type` says which); other keys are ignored."""
         fields = {f.name for f in dataclasses.fields(cls)}
         kwargs = {}
-        aliases = {**_JSON_ALIASES, **_DISTILBERT_ALIASES}
+        aliases = {**_JSON_ALIASES, **JSON_ALIASES}
         for key, value in values.items():
             key = aliases.get(key, key)
             if key in fields:
                 kwargs[key] = value
-        kwargs.update(_family_settings(values))
+        kwargs.update(huggingface_settings(values))
         return cls(**kwargs)
 
     @classmethod
@@ -287,96 +284,3 @@ trained with
         with open(path, "w", encoding="utf-8") as f:
             json.dump(values, f, indent=2, sort_keys=True)
             f.write("\n")
-
-
-def _size(layers, hidden):
-    return {"num_layers": layers, "hidden_size": hidden, "num_heads": hidden // 64,
-            "intermediate_size": 4 * hidden}
-
-
-def _family_settings(values):
-    """Our fields implied by a Hugging Face `config.json` of another family."""
-    model_type = values.get("model_type")
-    if model_type == "roberta" or model_type == "xlm-roberta":
-        # Positions count from the padding id + 1 (fairseq's convention).
-        return {"family": "roberta", "classifier_activation": "tanh",
-                "position_offset": values.get("pad_token_id", 1) + 1}
-    if model_type == "albert":
-        return {"family": "albert", "num_layer_groups": values.get("num_hidden_groups", 1)}
-    if model_type == "modernbert" and "position_embedding" not in values:
-        return _modernbert_settings(values)  # (our own JSON spells every field out)
-    if model_type == "distilbert":
-        # Its sinusoidal variant stores the table too: it loads as a learned one.
-        return {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
-                "classifier_activation": "relu"}
-    return {}
-
-
-def _modernbert_settings(values):
-    """Our fields from a Hugging Face ModernBERT `config.json` (its own key names; the
-    hub's files and transformers 5's spell layer types and rotary bases differently)."""
-    ropes = values.get("rope_parameters") or {}
-    every = values.get("global_attn_every_n_layers")
-    if every is None and values.get("layer_types"):
-        types = values["layer_types"]
-        globals_ = [i for i, kind in enumerate(types) if kind == "full_attention"]
-        every = globals_[1] if len(globals_) > 1 else len(types)
-    sizes = ("vocab_size", "max_position_embeddings", "attention_dropout")
-    settings = {
-        **{key: value for key, value in _MODERNBERT.items() if key not in sizes},
-        "hidden_act": values.get("hidden_activation", "gelu"),
-        "layer_norm_eps": values.get("norm_eps", 1e-5),
-        "dropout": values.get("mlp_dropout", 0.0),
-        "use_bias": bool(values.get("mlp_bias", False) or values.get("attention_bias", False)
-                         or values.get("norm_bias", False)),
-        "rotary_theta": float((ropes.get("full_attention") or {}).get(
-            "rope_theta", values.get("global_rope_theta", 160000.0))),
-        "local_rotary_theta": float((ropes.get("sliding_attention") or {}).get(
-            "rope_theta", values.get("local_rope_theta", 10000.0))),
-        "local_attention_window": values.get("local_attention", 128),
-        "global_attention_every": every or 3,
-        "classifier_pooling": values.get("classifier_pooling", "cls"),
-        "classifier_activation": values.get("classifier_activation", "gelu"),
-    }
-    return settings
-
-
-_ROBERTA = {"family": "roberta", "vocab_size": 50265, "max_position_embeddings": 514,
-            "type_vocab_size": 1, "layer_norm_eps": 1e-5, "position_offset": 2,
-            "classifier_activation": "tanh"}
-# ALBERT v2: no dropout, tanh-approximate GELU, 128-wide embeddings, one shared layer.
-_ALBERT = {"family": "albert", "vocab_size": 30000, "embedding_size": 128,
-           "num_layer_groups": 1, "hidden_act": "gelu_approximate", "dropout": 0.0,
-           "attention_dropout": 0.0}
-_DISTILBERT = {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
-               "classifier_activation": "relu"}
-
-# ModernBERT: rotary positions, GeGLU, no biases, global attention every third layer and a
-# 128-token window in the others, a final norm; its BPE has 50,368 rows.
-_MODERNBERT = {"family": "modernbert", "vocab_size": 50368, "max_position_embeddings": 8192,
-               "type_vocab_size": 0, "layer_norm_eps": 1e-5, "dropout": 0.0,
-               "attention_dropout": 0.0, "position_embedding": "rotary", "norm_first": True,
-               "pooler": False, "classifier_activation": "gelu", "use_bias": False,
-               "gated_feed_forward": True, "rotary_theta": 160000.0,
-               "local_rotary_theta": 10000.0, "local_attention_window": 128,
-               "global_attention_every": 3, "first_block_attention_norm": False}
-
-PRESETS = {
-    "tiny": _size(2, 128),
-    "mini": _size(4, 256),
-    "small": _size(4, 512),
-    "medium": _size(8, 512),
-    "base": _size(12, 768),
-    "large": _size(24, 1024),
-    "roberta_base": {**_size(12, 768), **_ROBERTA},
-    "roberta_large": {**_size(24, 1024), **_ROBERTA},
-    "albert_base": {**_size(12, 768), **_ALBERT},
-    "albert_large": {**_size(24, 1024), **_ALBERT},
-    "albert_xlarge": {**_size(24, 2048), **_ALBERT, "num_heads": 16},
-    "albert_xxlarge": {**_size(12, 4096), **_ALBERT},
-    "distilbert_base": {**_size(6, 768), **_DISTILBERT},
-    "modernbert_base": {**_MODERNBERT, "num_layers": 22, "hidden_size": 768, "num_heads": 12,
-                        "intermediate_size": 1152},
-    "modernbert_large": {**_MODERNBERT, "num_layers": 28, "hidden_size": 1024,
-                         "num_heads": 16, "intermediate_size": 2624},
-}
