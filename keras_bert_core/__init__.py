@@ -24,6 +24,7 @@ _EXPORTS = {
     "BertEncoder": "keras_bert_core.models",
     "BertPretrainer": "keras_bert_core.models",
     "BertClassifier": "keras_bert_core.models",
+    "BertMultiLabelClassifier": "keras_bert_core.models",
     "BertSpanLabeler": "keras_bert_core.models",
     "BertTokenClassifier": "keras_bert_core.models",
     "BertMultipleChoice": "keras_bert_core.models",

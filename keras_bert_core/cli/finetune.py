@@ -48,9 +48,11 @@ DEFAULT_SEQ_LENGTH = 128
 def add_arguments(parser):
     parser.add_argument("--task", choices=TASK_NAMES,
                         help="classify: a text -> label (CSV/TSV/JSONL); pair: two texts -> "
-                             "label; squad: SQuAD JSON; ner: CoNLL; choice: JSONL; embed: "
-                             "an embedding model on pairs (CSV/TSV/JSONL: anchor, positive[, "
-                             "negative] or text1, text2, score)")
+                             "label; multilabel: a text -> any number of labels (CSV/TSV: "
+                             "joined by --label-delimiter; JSONL: a list), thresholds tuned "
+                             "on --validation; squad: SQuAD JSON; ner: CoNLL; choice: "
+                             "JSONL; embed: an embedding model on pairs (CSV/TSV/JSONL: "
+                             "anchor, positive[, negative] or text1, text2, score)")
     data = parser.add_argument_group("data sources")
     data.add_argument("--train", metavar="FILE", help="training data")
     data.add_argument("--validation", metavar="FILE", help="validation data, scored each epoch")
@@ -181,7 +183,7 @@ def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validatio
         epochs: passes over `train_dataset`.
         steps_per_epoch: batches in one pass.
         validation: `(data, preprocessor, batch_size)` to score after each epoch and at
-            the end, or None.
+            the end, and to tune the model's answers on (`Task.tune`), or None.
         class_weight: optional dict of label id -> loss weight.
         backup_every: steps between backups.
         verbose: Keras' progress bar setting.
@@ -194,6 +196,8 @@ def finetune(run, task, model, train_dataset, epochs, steps_per_epoch, validatio
         validation_dataset = task.dataset(*validation)[0]
     run.fit(model, train_dataset, epochs, steps_per_epoch, backup_every=backup_every,
             validation_data=validation_dataset, class_weight=class_weight, verbose=verbose)
+    if validation is not None:  # e.g. a multi-label model's thresholds, before it is saved
+        task.tune(model, *validation)
     run.save_model(model)
     records = run.epoch_metrics()
     metrics = {"train": {k: v for k, v in records[-1].items()
@@ -321,6 +325,9 @@ def run(args):
         compile_for_training(model, training, args.epochs * steps_per_epoch,
                              **task.compile_arguments())
     say(f"fine-tuning {source} on {rows} {args.task} rows, {steps_per_epoch} steps an epoch")
+    if task.tunes_on_validation and validation is None:
+        say(f"no validation data: the {args.task} model answers with untuned settings "
+            "(pass --validation to tune them)")
     if args.resume:
         run_dir = RunDirectory(path, strategy)
     else:

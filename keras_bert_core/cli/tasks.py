@@ -11,15 +11,17 @@ import sys
 from keras_bert_core.cli import UserError
 
 # `kbc finetune --task` names (`fine_tuning.TASKS`, which loads TensorFlow).
-TASK_NAMES = ("choice", "classify", "embed", "ner", "pair", "squad")
+TASK_NAMES = ("choice", "classify", "embed", "multilabel", "ner", "pair", "squad")
 # `kbc finetune --task embed --loss` names (`tasks.embedding.fine_tuning.LOSSES`).
 EMBED_LOSSES = ("contrastive", "symmetric", "triplet", "cosine")
 # Task options and their defaults (`fine_tuning.DEFAULT_SETTINGS`); `evaluate` and `predict`
 # default to the training run's.
 DATA_OPTIONS = {
-    "text_column": ("text", "classify/pair: column of the (first) text"),
+    "text_column": ("text", "classify/pair/multilabel: column of the (first) text"),
     "pair_column": ("text_b", "pair: column of the second text"),
-    "label_column": ("label", "classify/pair/choice: column of the label"),
+    "label_column": ("label", "classify/pair/multilabel/choice: column of the label(s)"),
+    "label_delimiter": (",", "multilabel: what separates the labels in a CSV/TSV field "
+                             "(JSONL: a list)"),
     "question_column": ("question", "choice: key of the question"),
     "choices_column": ("choices", "choice: key of the list of choices"),
     "context_column": (None, "choice: key of an optional passage"),

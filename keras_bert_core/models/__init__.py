@@ -24,13 +24,15 @@ from keras_bert_core.models.lora import (
     merge_lora,
     save_lora_weights,
 )
+from keras_bert_core.models.multi_label_classifier import BertMultiLabelClassifier
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.pretrainer import BertPretrainer
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 
-__all__ = ["BertEncoder", "BertEmbedder", "BertClassifier", "BertMultipleChoice",
+__all__ = ["BertEncoder", "BertEmbedder", "BertClassifier", "BertMultiLabelClassifier",
+           "BertMultipleChoice",
            "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
            "EmbeddingDistiller", "check_vocabularies", "distillation_kl",
            "make_distilbert_student",

@@ -17,8 +17,8 @@ from keras_bert_core.presets.folder import (
 from keras_bert_core.presets.model_card import model_card
 
 # The `kbc` task a head answers (`keras_bert_core.cli.tasks`), by model class.
-_TASKS = {"BertClassifier": "classify", "BertSpanLabeler": "squad",
-          "BertTokenClassifier": "ner", "BertMultipleChoice": "choice"}
+_TASKS = {"BertClassifier": "classify", "BertMultiLabelClassifier": "multilabel",
+          "BertSpanLabeler": "squad", "BertTokenClassifier": "ner", "BertMultipleChoice": "choice"}
 
 
 def save_to_preset(model, preprocessor, path, *, label_names=None, metrics=None,

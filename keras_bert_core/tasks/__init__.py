@@ -1,11 +1,15 @@
 """Fine-tuning tasks, one module (or one folder, for a task with its own data format) each:
 its data, features, metrics, answers, serving, and the task as `kbc finetune` runs it (a
-`task.Task`: `Classify`/`Pair`, `Squad`, `Ner`, `Choice`; `fine_tuning.TASKS` names them and
-`fine_tuning.task_of(model)` is the task a fine-tuned model answers).
+`task.Task`: `Classify`/`Pair`, `MultiLabel`, `Squad`, `Ner`, `Choice`; `fine_tuning.TASKS`
+names them and `fine_tuning.task_of(model)` is the task a fine-tuned model answers).
 
 - `classification`: `BertClassifier` on single texts or pairs (regression too); CSV, TSV,
   JSONL or GLUE; answers: label name and probabilities, or score; served as `Classification`
   or `Regression`.
+- `multilabel/`: `BertMultiLabelClassifier`; CSV, TSV (labels joined by a delimiter) or
+  JSONL (a list); thresholds tuned on validation data (`tune_thresholds`), micro and macro
+  F1 (`multilabel_scores`); answers: the label set and every label's probability; served
+  as `MultiLabelClassification`, thresholds in the graph.
 - `question_answering/`: `BertSpanLabeler`; SQuAD JSON (`squad`: examples; `scores`: official
   scores); answers: answer text and its character offsets; served as `SpanQuestionAnswering`.
 - `token_classification/`: `BertTokenClassifier`; CoNLL (`conll`: files; `scores`: entity
@@ -47,6 +51,7 @@ True
 from keras_bert_core.tasks import (
     classification,
     embedding,
+    multilabel,
     multiple_choice,
     question_answering,
     records,
@@ -60,6 +65,7 @@ from keras_bert_core.tasks.classification import (
     classification_dataset,
     load_text_classification,
 )
+from keras_bert_core.tasks.multilabel import MultiLabelData, load_multilabel
 from keras_bert_core.tasks.multiple_choice import (
     MultipleChoiceData,
     load_multiple_choice,
@@ -87,6 +93,7 @@ from keras_bert_core.tasks.token_classification import (
 )
 
 __all__ = [
+    "MultiLabelData",
     "MultipleChoiceData",
     "ServingTask",
     "SquadExample",
@@ -101,10 +108,12 @@ __all__ = [
     "entity_scores",
     "extract_answers",
     "load_conll",
+    "load_multilabel",
     "load_multiple_choice",
     "load_squad",
     "load_text_classification",
     "load_tfds_task",
+    "multilabel",
     "multiple_choice",
     "multiple_choice_dataset",
     "predictions_to_tags",

@@ -19,15 +19,16 @@ Example: a classifier built by its task answers from its settings alone (untrain
 
 from keras_bert_core.tasks.classification import Classify, Pair
 from keras_bert_core.tasks.embedding.fine_tuning import Embed
+from keras_bert_core.tasks.multilabel.fine_tuning import MultiLabel
 from keras_bert_core.tasks.multiple_choice import Choice
 from keras_bert_core.tasks.question_answering.fine_tuning import Squad
 from keras_bert_core.tasks.task import DEFAULT_SETTINGS, Task
 from keras_bert_core.tasks.token_classification.fine_tuning import Ner
 
-TASKS = {task.name: task for task in (Classify, Pair, Squad, Ner, Choice, Embed)}
+TASKS = {task.name: task for task in (Classify, Pair, MultiLabel, Squad, Ner, Choice, Embed)}
 
-__all__ = ["DEFAULT_SETTINGS", "TASKS", "Choice", "Classify", "Embed", "Ner", "Pair", "Squad",
-           "Task", "task_of"]
+__all__ = ["DEFAULT_SETTINGS", "TASKS", "Choice", "Classify", "Embed", "MultiLabel", "Ner",
+           "Pair", "Squad", "Task", "task_of"]
 
 
 def task_of(model):

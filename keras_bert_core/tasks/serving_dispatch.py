@@ -9,11 +9,13 @@ import keras
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.models.encoder import INPUT_NAMES, BertEncoder
+from keras_bert_core.models.multi_label_classifier import BertMultiLabelClassifier
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.tasks.classification import Classification, Regression
 from keras_bert_core.tasks.embedding.serving import SentenceEmbedding, TextEmbedding
+from keras_bert_core.tasks.multilabel import MultiLabelClassification
 from keras_bert_core.tasks.multiple_choice import MultipleChoice
 from keras_bert_core.tasks.question_answering import SpanQuestionAnswering
 from keras_bert_core.tasks.serving import RawOutputs
@@ -32,7 +34,8 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
         pairs: for classifiers, encoders and other models: serve text pairs (`text_a`,
             `text_b`). Span labelers always read `question` and `context`, multiple
             choice `text` and `choices`.
-        label_names: class names of a classifier, or tag names of a token classifier.
+        label_names: class names of a classifier (labels of a multi-label classifier,
+            which answers by its own thresholds), or tag names of a token classifier.
         max_answer_length: longest answer of a span labeler, in wordpieces.
         null_score_threshold: a SQuAD 2.0 span labeler answers nothing when its null score
             beats the best span's by more than this; None: always the best span.
@@ -71,6 +74,8 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
         if pairs:
             raise ValueError("pairs is not for embedders: each text is embedded alone")
         return TextEmbedding(model.prompt(), model.prompts)
+    if isinstance(model, BertMultiLabelClassifier):
+        return MultiLabelClassification(model.decision_thresholds(), label_names, pairs)
     if isinstance(model, BertClassifier):
         return Regression(pairs) if num_classes == 1 else Classification(label_names, pairs)
     if isinstance(model, BertEncoder):

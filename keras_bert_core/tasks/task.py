@@ -10,6 +10,7 @@ DEFAULT_SETTINGS = {
     "text_column": "text",
     "pair_column": "text_b",
     "label_column": "label",
+    "label_delimiter": ",",
     "question_column": "question",
     "choices_column": "choices",
     "context_column": None,
@@ -44,6 +45,8 @@ class Task:
     # Whether `kbc distill` trains the student on labeled data (`--train`) with the
     # teacher's soft targets; if not, on unlabeled texts alone (`unlabeled_dataset`).
     distills_with_labels = True
+    # Whether `tune` learns how the model answers from validation data (thresholds).
+    tunes_on_validation = False
 
     def __init__(self, settings):
         self.settings = {**DEFAULT_SETTINGS, **settings, "name": self.name}
@@ -105,6 +108,12 @@ class Task:
         """A dict of metrics of `model` on labeled `data`."""
         return self._evaluate(model, data, _preprocessor(model, preprocessor), batch_size)
 
+    def tune(self, model, data, preprocessor=None, batch_size=32):
+        """Sets what the model answers by that is learned from labeled validation `data`
+        after training (a multi-label model's thresholds); most tasks have nothing to
+        tune. `kbc finetune` calls it before saving the model."""
+        self._tune(model, data, _preprocessor(model, preprocessor), batch_size)
+
     def predict(self, model, data, preprocessor=None, batch_size=32):
         """A list of JSON-ready answers of `model`, one per example of `data`."""
         return self._predict(model, data, _preprocessor(model, preprocessor), batch_size)
@@ -115,6 +124,9 @@ class Task:
         metrics = model.evaluate(self.dataset(data, preprocessor, batch_size)[0], verbose=0,
                                  return_dict=True)
         return {name: float(value) for name, value in metrics.items()}
+
+    def _tune(self, model, data, preprocessor, batch_size):
+        """Nothing to tune by default."""
 
     def _predict(self, model, data, preprocessor, batch_size):
         raise NotImplementedError
