@@ -55,6 +55,7 @@ _EXPORTS = {
     "BertTokenizer": "keras_bert_core.text",
     "BytePairTokenizer": "keras_bert_core.text",
     "SentencePieceTokenizer": "keras_bert_core.text",
+    "DebertaTokenizer": "keras_bert_core.text",
     "BertPacker": "keras_bert_core.text",
     "BertPreprocessor": "keras_bert_core.text",
     "load_vocabulary": "keras_bert_core.text",

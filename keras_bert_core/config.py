@@ -1,9 +1,10 @@
-"""`BertConfig`: the hyperparameters of a BERT network (and of RoBERTa, ALBERT and
-DistilBERT and ModernBERT, which are configurations of the same layers), with named presets.
+"""`BertConfig`: the hyperparameters of a BERT network (and of RoBERTa, ALBERT,
+DistilBERT, ModernBERT and DeBERTa-v3, which are configurations of the same layers), with
+named presets.
 
 The JSON form reads and writes both Hugging Face `config.json` and google-research
 `bert_config.json` (they share BERT's original key names), and reads Hugging Face's
-RoBERTa, ALBERT, DistilBERT and ModernBERT `config.json`.
+RoBERTa, ALBERT, DistilBERT, ModernBERT and DeBERTa-v2/v3 `config.json`.
 """
 
 from __future__ import annotations
@@ -45,9 +46,12 @@ class BertConfig:
         type_vocab_size: number of segment (token type) ids.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_eps: LayerNorm epsilon (1e-12 in BERT).
-        position_embedding: `"learned"` (BERT), `"sinusoidal"` (fixed, no weights) or
+        position_embedding: `"learned"` (BERT), `"sinusoidal"` (fixed, no weights),
             `"rotary"` (ModernBERT: no table; queries and keys rotate by position in every
-            attention layer, by `rotary_theta`).
+            attention layer, by `rotary_theta`) or `"relative"` (DeBERTa: no absolute
+            positions; every layer's disentangled attention reads a shared table of
+            log-bucketed relative positions, `position_buckets` and
+            `max_relative_positions`).
         embedding_size: ALBERT-style factorized embedding width, projected up to
             `hidden_size`; `None` means `hidden_size`.
         norm_first: pre-LayerNorm blocks (plus a final LayerNorm) instead of BERT's post-LN.
@@ -62,7 +66,8 @@ class BertConfig:
             layer on the pooled output (BERT, ALBERT); `"tanh"` (RoBERTa) or `"relu"`
             (DistilBERT): a hidden dense layer with that activation on the first token's
             output, then the dense layer to the classes.
-        family: `"bert"`, `"roberta"`, `"albert"`, `"distilbert"` or `"modernbert"`: which
+        family: `"bert"`, `"roberta"`, `"albert"`, `"distilbert"`, `"modernbert"` or
+            `"deberta"` (DeBERTa-v2/v3): which
             family's files a checkpoint of this configuration uses (weight names,
             `model_type`). A `type_vocab_size` of 0 means no segment embeddings (DistilBERT,
             ModernBERT).
@@ -80,6 +85,10 @@ class BertConfig:
             input (ModernBERT's does not: its embeddings end with a norm).
         classifier_pooling: what the sequence classifier reads: `"cls"` (the first token) or
             `"mean"` (the mean over real tokens; ModernBERT's option).
+        position_buckets: with `"relative"` positions, the buckets on each side of 0
+            (DeBERTa-v3: 256; the table has twice as many rows).
+        max_relative_positions: with `"relative"` positions, the distance the log-scaled
+            buckets reach their last at (DeBERTa-v3: 512).
 
     Example:
     >>> cfg = BertConfig.preset("tiny")
@@ -117,12 +126,14 @@ class BertConfig:
     global_attention_every: int = 1
     first_block_attention_norm: bool = True
     classifier_pooling: str = "cls"
+    position_buckets: int = 256
+    max_relative_positions: int = 512
 
     def __post_init__(self):
         self.hidden_act = _ACTIVATION_ALIASES.get(self.hidden_act, self.hidden_act)
         problems = []
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                     "max_position_embeddings"):
+                     "max_position_embeddings", "position_buckets", "max_relative_positions"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
@@ -148,9 +159,9 @@ class BertConfig:
                             f"num_heads {self.num_heads}")
         if self.hidden_act not in _ACTIVATIONS:
             problems.append(f"hidden_act {self.hidden_act!r} is not one of {_ACTIVATIONS}")
-        if self.position_embedding not in ("learned", "sinusoidal", "rotary"):
-            problems.append("position_embedding must be 'learned', 'sinusoidal' or 'rotary', "
-                            f"got {self.position_embedding!r}")
+        if self.position_embedding not in ("learned", "sinusoidal", "rotary", "relative"):
+            problems.append("position_embedding must be 'learned', 'sinusoidal', 'rotary' or "
+                            f"'relative', got {self.position_embedding!r}")
         window, every = self.local_attention_window, self.global_attention_every
         if window is not None and (not isinstance(window, int) or window < 2):
             problems.append(f"local_attention_window must be None or an integer >= 2, "
@@ -201,7 +212,9 @@ class BertConfig:
         larger than the table gives ids with no row; a smaller one is cut or belongs to
         another model (every id past its end is unknown, the others may mean other words),
         except for a table padded up to a multiple of 8 to 128 rows for the hardware (as
-        NVIDIA's and Megatron's BERT are), whose extra rows no id reaches.
+        NVIDIA's and Megatron's BERT are), whose extra rows no id reaches; DeBERTa-v3's
+        table keeps fewer than 128 spare rows past its `[MASK]` (128,100 for 128,001
+        tokens).
 
         >>> BertConfig.preset("tiny", vocab_size=96).check_fits(90, 512)  # padded to 8 * 12
         >>> BertConfig.preset("tiny", vocab_size=30522).check_fits(1000, 512)
@@ -219,8 +232,9 @@ trained with
                 f"tokens but {model}'s word embeddings have only {rows:,} rows (vocab_size): "
                 f"its ids past {rows - 1:,} have none; use the vocabulary the model was "
                 "trained with")
-        if rows not in (-(-vocabulary_size // multiple) * multiple
-                        for multiple in (1, 8, 16, 32, 64, 128)):
+        spare_rows = self.family == "deberta" and rows - vocabulary_size < 128
+        if not spare_rows and rows not in (-(-vocabulary_size // multiple) * multiple
+                                           for multiple in (1, 8, 16, 32, 64, 128)):
             raise VocabularyMismatchError(
                 f"vocabulary and model do not match: {vocabulary} has {vocabulary_size:,} "
                 f"tokens but {model}'s word embeddings have {rows:,} rows (vocab_size): the "
@@ -236,7 +250,8 @@ trained with
     def preset(cls, name: str, **overrides) -> BertConfig:
         """A named configuration: BERT's tiny, mini, small, medium, base, large (Turc et al. /
         BERT paper); roberta_base, roberta_large; albert_base, albert_large, albert_xlarge,
-        albert_xxlarge (ALBERT v2); distilbert_base; modernbert_base, modernbert_large."""
+        albert_xxlarge (ALBERT v2); distilbert_base; modernbert_base, modernbert_large;
+        deberta_v3_xsmall, deberta_v3_small, deberta_v3_base, deberta_v3_large."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})

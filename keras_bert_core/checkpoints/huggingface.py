@@ -1,5 +1,5 @@
-"""Hugging Face checkpoints of BERT, RoBERTa, ALBERT, DistilBERT and ModernBERT: `config.json` +
-`model.safetensors` (or its shards).
+"""Hugging Face checkpoints of BERT, RoBERTa, ALBERT, DistilBERT, ModernBERT and
+DeBERTa-v2/v3: `config.json` + `model.safetensors` (or its shards).
 
 Base-model keys (`encoder.layer.0...`) and those of the pretraining, masked-LM and
 sequence-classification models (`bert.encoder...`, `cls.predictions...`, `roberta.`,
@@ -14,6 +14,7 @@ import os
 import re
 import warnings
 
+from keras_bert_core.checkpoints import huggingface_deberta as deberta
 from keras_bert_core.checkpoints import huggingface_modernbert as modernbert
 from keras_bert_core.checkpoints.readers import RenamedReader, SafetensorsReader
 from keras_bert_core.checkpoints.weights import (
@@ -78,9 +79,11 @@ _FAMILIES = {
 }
 
 
-def _head_sources(family):
+def _head_sources(family, keys):
     if family == "modernbert":
         return modernbert.HEAD_SOURCES
+    if family == "deberta":
+        return deberta.head_sources(keys)
     names = _FAMILIES[family]
     dense, norm, bias = names["mlm"]
     sources = {
@@ -163,9 +166,12 @@ def _read_config(path):
         except ValueError as e:
             raise CheckpointError(f"{path}: not valid JSON ({e})") from None
     model_type = values.get("model_type", "bert")
-    if model_type not in (*_FAMILIES, "modernbert"):
+    if model_type not in (*_FAMILIES, "modernbert", "deberta-v2"):
         raise CheckpointError(f"{path}: model_type {model_type!r} is not one of BERT's family "
-                              f"({', '.join(_FAMILIES)}, modernbert)")
+                              f"({', '.join(_FAMILIES)}, modernbert, deberta-v2)")
+    if model_type == "deberta-v2" and deberta.unsupported(values):
+        raise CheckpointError(f"{path}: this DeBERTa-v2 configuration is not supported: "
+                              f"{deberta.unsupported(values)} (as DeBERTa-v3's)")
     if model_type == "modernbert":
         biases = {key: bool(values.get(key, False))
                   for key in ("mlp_bias", "attention_bias", "norm_bias")}
@@ -205,13 +211,15 @@ def _open(path):
 
 
 def _prefix(reader, family):
-    prefix = modernbert.PREFIX if family == "modernbert" else _FAMILIES[family]["prefix"]
+    own = {"modernbert": modernbert.PREFIX, "deberta": deberta.PREFIX}
+    prefix = own[family] if family in own else _FAMILIES[family]["prefix"]
     return prefix if any(key.startswith(prefix) for key in reader.shapes) else ""
 
 
 def load(path, config=None):
-    """Load a Hugging Face BERT, RoBERTa, ALBERT, DistilBERT or ModernBERT checkpoint into a new
-    `BertEncoder` (the family comes from `config.json`'s `model_type`).
+    """Load a Hugging Face BERT, RoBERTa, ALBERT, DistilBERT, ModernBERT or DeBERTa-v2/v3
+    checkpoint into a new `BertEncoder` (the family comes from `config.json`'s
+    `model_type`).
 
     Args:
         path: the checkpoint folder, or its `.safetensors` file (with `config.json` beside).
@@ -234,6 +242,9 @@ def load(path, config=None):
     if family == "modernbert":
         scopes = tuple(prefix + scope for scope in modernbert.SCOPES)
         source = lambda name: modernbert.modernbert_source(name, prefix)  # noqa: E731
+    elif family == "deberta":
+        scopes = tuple(prefix + scope for scope in deberta.SCOPES)
+        source = lambda name: deberta.deberta_source(name, prefix)  # noqa: E731
     else:
         scopes = tuple(prefix + scope for scope in _FAMILIES[family]["scopes"])
         source = lambda name: _source(name, prefix, family)  # noqa: E731
@@ -247,7 +258,8 @@ def read_heads(path):
     """The masked-LM and sentence (BERT's next-sentence, ALBERT's sentence-order) head
     weights of a pretraining or masked-LM checkpoint, or `None`."""
     config_file, reader = _open(path)
-    return read_head_groups(reader, _head_sources(_read_config(config_file).family))
+    return read_head_groups(reader, _head_sources(_read_config(config_file).family,
+                                                  reader.shapes))
 
 
 # Hugging Face config.json keys naming the ids a model's special tokens were trained at, and

@@ -91,6 +91,10 @@ def encoder_variables(encoder):
         for name, attribute in _BLOCK_NORMS.items():
             if getattr(block, attribute) is not None:  # ModernBERT's first attention norm
                 weights.update(_norm(prefix + name, getattr(block, attribute)))
+    if encoder.relative_embeddings is not None:  # DeBERTa's
+        weights["encoder/rel_embeddings"] = encoder.relative_embeddings.embeddings
+        weights.update(_norm("encoder/rel_embeddings/LayerNorm",
+                             encoder.relative_embeddings.layer_norm))
     if encoder.final_norm is not None:
         weights.update(_norm("encoder/final_norm", encoder.final_norm))
     if encoder.pooler is not None:

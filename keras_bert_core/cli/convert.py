@@ -55,6 +55,7 @@ def _copy_vocabulary(source, destination):
     tokenizer_config.json) beside the output, where `kbc finetune --checkpoint` looks for
     them; files already there are left alone."""
     from keras_bert_core.text.vocabulary.files import (
+        SENTENCEPIECE,
         TOKENIZER_CONFIG,
         VOCABULARY_FILES,
         find_vocabulary,
@@ -66,8 +67,9 @@ def _copy_vocabulary(source, destination):
     except ValueError:  # a checkpoint without its vocabulary
         say(f"no vocabulary beside {source}: pass --vocab when fine-tuning the output")
         return
-    files = (VOCABULARY_FILES[vocabulary.kind] if vocabulary.read_from is None
-             else (os.path.basename(vocabulary.read_from),))
+    files = (VOCABULARY_FILES[vocabulary.kind]
+             if vocabulary.read_from is None and vocabulary.kind != SENTENCEPIECE
+             else (os.path.basename(vocabulary.file),))  # read_from, or ALBERT's or DeBERTa's
     for name in (*files, TOKENIZER_CONFIG):
         original, copy = os.path.join(folder, name), os.path.join(destination, name)
         if not os.path.isfile(original) or os.path.abspath(original) == copy:

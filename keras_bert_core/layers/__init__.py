@@ -2,15 +2,19 @@
 LayerNorm) uses TensorFlow, when Keras runs on it."""
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention, attention_bias
+from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
 from keras_bert_core.layers.heads import ClassificationHead, MaskedLMHead, SpanLabelingHead
 from keras_bert_core.layers.layer_norm import LayerNorm
 from keras_bert_core.layers.pooling import SentencePooling
+from keras_bert_core.layers.relative_positions import RelativeEmbeddings
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 __all__ = [
     "BertEmbeddings",
     "MultiHeadSelfAttention",
+    "DisentangledSelfAttention",
+    "RelativeEmbeddings",
     "TransformerEncoderBlock",
     "attention_bias",
     "document_positions",

@@ -26,8 +26,9 @@ class BertEmbeddings(keras.layers.Layer):
         embedding_size: width of the word/position/segment tables; when it differs from
             `hidden_size` a dense projection follows the LayerNorm (ALBERT's factorization).
             `None` means `hidden_size`.
-        position_embedding: `"learned"` (BERT), `"sinusoidal"` (fixed sin/cos, no weights) or
-            `"rotary"` (none here: the attention layers rotate queries and keys).
+        position_embedding: `"learned"` (BERT), `"sinusoidal"` (fixed sin/cos, no weights),
+            `"rotary"` (none here: the attention layers rotate queries and keys) or
+            `"relative"` (none here: DeBERTa's attention layers read relative positions).
         dropout: dropout rate after the LayerNorm.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal table initializer.
@@ -119,7 +120,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, token_ids, segment_ids, position_ids=None, training=None):
         x = self._lookup(self.word_embeddings, token_ids)
-        if self.position_embedding != "rotary":
+        if self.position_embedding not in ("rotary", "relative"):
             seq_length = ops.shape(token_ids)[1]
             x = x + ops.cast(self._positions(position_ids, seq_length), self.compute_dtype)
         if self.token_type_embeddings is not None:

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert_core.layers.activations import ACTIVATIONS, activate
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
+from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention
 from keras_bert_core.layers.flat_dense import FlatDense
 from keras_bert_core.layers.layer_norm import LayerNorm
 
@@ -34,6 +35,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
             the call then takes `position_ids`.
         window: ModernBERT's sliding window of the attention, with `padding_mask` in the
             call; `None`: global attention.
+        relative_buckets: DeBERTa's disentangled attention over this many relative-position
+            buckets on each side (`DisentangledSelfAttention`); the call then takes
+            `relative_embeddings` and `position_ids`. `None`: BERT's attention.
+        max_relative_positions: with `relative_buckets`, the distance of the last bucket.
 
     Call arguments:
         x: `[batch, seq, width]`.
@@ -48,6 +53,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         position_ids: int32 `[batch, seq]`, for rotary position embeddings.
         padding_mask: int32 `[batch, seq]` instead of `bias`: the attention runs in query
             chunks or key bands (`chunked_attention.attend`), never a `[seq, seq]` matrix.
+        relative_embeddings: with `relative_buckets`, the encoder's `RelativeEmbeddings`.
 
     Example:
     >>> import numpy as np
@@ -69,7 +75,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                  attention_dropout=0.0, layer_norm_eps=1e-12, norm_first=False,
                  initializer_range=0.02, remat=False, use_bias=True,
                  gated_feed_forward=False, attention_norm=True, rotary_theta=None, window=None,
-                 **kwargs):
+                 relative_buckets=None, max_relative_positions=None, **kwargs):
         super().__init__(**kwargs)
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r} is not one of {sorted(ACTIVATIONS)}")
@@ -87,6 +93,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.attention_norm_enabled = attention_norm
         self.rotary_theta = rotary_theta
         self.window = window
+        self.relative_buckets = relative_buckets
+        self.max_relative_positions = max_relative_positions
 
     def build(self, input_shape):
         width = input_shape[-1]
@@ -94,10 +102,17 @@ class TransformerEncoderBlock(keras.layers.Layer):
             raise ValueError(f"input width {width} is not divisible by num_heads {self.num_heads}")
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         policy = self.dtype_policy
-        self.attention = MultiHeadSelfAttention(
-            self.num_heads, width // self.num_heads, dropout=self.attention_dropout,
-            initializer_range=self.initializer_range, use_bias=self.use_bias,
-            rotary_theta=self.rotary_theta, window=self.window, dtype=policy, name="attention")
+        common = {"dropout": self.attention_dropout, "initializer_range": self.initializer_range,
+                  "use_bias": self.use_bias, "dtype": policy, "name": "attention"}
+        if self.relative_buckets is None:
+            self.attention = MultiHeadSelfAttention(
+                self.num_heads, width // self.num_heads, rotary_theta=self.rotary_theta,
+                window=self.window, **common)
+        else:
+            self.attention = DisentangledSelfAttention(
+                self.num_heads, width // self.num_heads, buckets=self.relative_buckets,
+                max_relative_positions=self.max_relative_positions,
+                position_dropout=self.dropout, **common)
         self.attention_norm = None
         if self.attention_norm_enabled:
             self.attention_norm = LayerNorm(epsilon=self.layer_norm_eps, center=self.use_bias,
@@ -135,7 +150,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return self.dropout_layer(out, training=training)
 
     def call(self, x, bias, output_positions=None, training=None, return_attention=False,
-             position_ids=None, padding_mask=None):
+             position_ids=None, padding_mask=None, relative_embeddings=None):
         if output_positions is not None and bias is not None:
             # The queries' rows of the bias: [batch, 1, outputs, seq].
             rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
@@ -144,10 +159,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         def forward(x, bias, *rest):
             rest = dict(zip(names, rest, strict=True))
             return self._forward(x, bias, rest.get("outputs"), training, return_attention,
-                                 rest.get("position_ids"), rest.get("padding_mask"))
+                                 rest.get("position_ids"), rest.get("padding_mask"),
+                                 rest.get("relative_embeddings"))
 
         optional = {"outputs": output_positions, "position_ids": position_ids,
-                    "padding_mask": padding_mask}
+                    "padding_mask": padding_mask, "relative_embeddings": relative_embeddings}
         names = [name for name, value in optional.items() if value is not None]
         args = (x, bias, *(optional[name] for name in names))
         if self.remat:
@@ -157,7 +173,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return forward(*args)
 
     def _forward(self, x, bias, positions, training, return_attention=False,
-                 position_ids=None, padding_mask=None):
+                 position_ids=None, padding_mask=None, relative_embeddings=None):
         def outputs_of(states):
             if positions is None:
                 return states
@@ -169,6 +185,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             attention_kwargs["padding_mask"] = padding_mask
             if positions is not None:
                 attention_kwargs["query_index"] = positions
+        if relative_embeddings is not None:
+            attention_kwargs["relative_embeddings"] = relative_embeddings
         if position_ids is not None:
             attention_kwargs["position_ids"] = position_ids
             if positions is not None:
@@ -195,13 +213,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return (x, probs) if return_attention else x
 
     def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None,
-                             position_ids_shape=None, padding_mask_shape=None):
+                             position_ids_shape=None, padding_mask_shape=None,
+                             relative_embeddings_shape=None):
         if output_positions_shape is None:
             return x_shape
         return (*output_positions_shape, x_shape[-1])
 
     def compute_output_spec(self, x, bias, output_positions=None, training=None,
-                            return_attention=False, position_ids=None, padding_mask=None):
+                            return_attention=False, position_ids=None, padding_mask=None,
+                            relative_embeddings=None):
         shape = self.compute_output_shape(
             x.shape, None, None if output_positions is None else output_positions.shape)
         outputs = keras.KerasTensor(shape, dtype=self.compute_dtype)
@@ -227,4 +247,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
             "attention_norm": self.attention_norm_enabled,
             "rotary_theta": self.rotary_theta,
             "window": self.window,
+            "relative_buckets": self.relative_buckets,
+            "max_relative_positions": self.max_relative_positions,
         }

@@ -6,6 +6,7 @@ from keras_bert_core.config import BertConfig
 from keras_bert_core.layers.attention import attention_bias
 from keras_bert_core.layers.embeddings import BertEmbeddings, document_positions
 from keras_bert_core.layers.layer_norm import LayerNorm
+from keras_bert_core.layers.relative_positions import RelativeEmbeddings
 from keras_bert_core.layers.transformer import TransformerEncoderBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -18,16 +19,20 @@ def encoder_inputs(name_prefix=""):
 
 
 def _encode(config, inputs, embeddings, blocks, final_norm, pooler, output_positions=None,
-            output_encoder_outputs=False, training=None, return_attention=False):
+            output_encoder_outputs=False, training=None, return_attention=False,
+            relative_embeddings=None):
     """The encoder's computation on its layers (see `BertEncoder.encode`)."""
     # Only the opt-in paths pass these arguments: the default graph is unchanged.
     kwargs = {} if training is None else {"training": training}
     positions = document_positions(inputs["padding_mask"])
-    if config.position_embedding == "rotary":
+    if config.position_embedding in ("rotary", "relative"):
         kwargs["position_ids"] = positions
-    last_kwargs = {**kwargs, "return_attention": True} if return_attention else kwargs
     x = embeddings(inputs["token_ids"], inputs["segment_ids"], positions,
                    **({} if training is None else {"training": training}))
+    if relative_embeddings is not None:
+        kwargs["relative_embeddings"] = relative_embeddings(
+            x, **({} if training is None else {"training": training}))
+    last_kwargs = {**kwargs, "return_attention": True} if return_attention else kwargs
     if config.chunked_attention:
         bias = None  # each block attends in chunks or bands from the mask
         kwargs["padding_mask"] = inputs["padding_mask"]
@@ -67,9 +72,11 @@ class BertEncoder(keras.Model):
     A functional model, so it nests into task models, saves as `.keras` and exports. Its
     `BertConfig` also makes RoBERTa (position offset, one token type), ALBERT (factorized
     embeddings, blocks sharing weights in `num_layer_groups` groups), DistilBERT (no
-    token types, no pooler) and ModernBERT (rotary positions, GeGLU, no biases, pre-LN,
-    sliding-window attention between global layers): see `BertConfig.preset("albert_base")`,
-    `BertConfig.preset("modernbert_base")` and the others.
+    token types, no pooler), ModernBERT (rotary positions, GeGLU, no biases, pre-LN,
+    sliding-window attention between global layers) and DeBERTa-v3 (disentangled attention
+    over relative positions, `layers.DisentangledSelfAttention`): see
+    `BertConfig.preset("albert_base")`, `BertConfig.preset("deberta_v3_base")` and the
+    others.
 
     Args:
         config: a `BertConfig` (or its dict form).
@@ -121,6 +128,15 @@ class BertEncoder(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
+        relative, relative_embeddings = {}, None
+        if config.position_embedding == "relative":
+            relative = {"relative_buckets": config.position_buckets,
+                        "max_relative_positions": config.max_relative_positions}
+            relative_embeddings = RelativeEmbeddings(
+                config.position_buckets, config.hidden_size,
+                layer_norm_eps=config.layer_norm_eps,
+                initializer_range=config.initializer_range, dtype=dtype,
+                name="relative_embeddings")
         groups = [
             TransformerEncoderBlock(
                 num_heads=config.num_heads,
@@ -137,6 +153,7 @@ class BertEncoder(keras.Model):
                 attention_norm=index > 0 or config.first_block_attention_norm,
                 rotary_theta=_rotary_theta(config, index),
                 window=None if config.is_global_layer(index) else config.local_attention_window,
+                **relative,
                 dtype=dtype,
                 name=f"block_{index}",
             )
@@ -155,7 +172,8 @@ class BertEncoder(keras.Model):
                 stddev=config.initializer_range),
             dtype=dtype, name="pooler") if config.pooler else None
         outputs = _encode(config, inputs, embeddings, blocks, final_norm, pooler,
-                          output_encoder_outputs=output_encoder_outputs)
+                          output_encoder_outputs=output_encoder_outputs,
+                          relative_embeddings=relative_embeddings)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         if dtype is not None:
             # Functional models drop `dtype`; task models read the policy from the encoder
@@ -171,6 +189,7 @@ class BertEncoder(keras.Model):
         self.layer_groups = groups
         self.final_norm = final_norm
         self.pooler = pooler
+        self.relative_embeddings = relative_embeddings  # DeBERTa's, else None
 
     def call(self, inputs, training=None, mask=None):
         # Select by name: Keras matches a dict with extra keys (say, a pretraining batch that
@@ -221,7 +240,8 @@ class BertEncoder(keras.Model):
             output_positions = keras.ops.zeros_like(inputs["token_ids"][:, :1])
         return _encode(self.config, inputs, self.embeddings, self.blocks, self.final_norm,
                        self.pooler, output_positions, self.output_encoder_outputs,
-                       training=training, return_attention=return_attention)
+                       training=training, return_attention=return_attention,
+                       relative_embeddings=self.relative_embeddings)
 
     @property
     def word_embeddings(self):

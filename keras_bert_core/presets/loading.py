@@ -141,10 +141,17 @@ def _check_label_names(path, metadata, model):
 
 def _check_files(path, metadata):
     """Names every file a preset needs and lacks: model.keras and its vocabulary files."""
-    from keras_bert_core.text.vocabulary.files import TOKENIZER_CONFIG, VOCABULARY_FILES
+    from keras_bert_core.text.vocabulary.files import (
+        DEBERTA_MODEL,
+        TOKENIZER_CONFIG,
+        VOCABULARY_FILES,
+    )
 
     kind = metadata.get("tokenizer")
-    needed = [MODEL_FILE, *VOCABULARY_FILES.get(kind, ()), TOKENIZER_CONFIG]
+    vocabulary = VOCABULARY_FILES.get(kind, ())
+    if os.path.isfile(os.path.join(path, DEBERTA_MODEL)):  # DeBERTa's SentencePiece model
+        vocabulary = (DEBERTA_MODEL,)
+    needed = [MODEL_FILE, *vocabulary, TOKENIZER_CONFIG]
     missing = [name for name in needed if not os.path.isfile(os.path.join(path, name))]
     if missing:
         raise CheckpointError(f"{path}: an incomplete preset: it lacks {', '.join(missing)}")

@@ -8,6 +8,7 @@ from keras_bert_core.errors import DataError
 from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessor import BertPreprocessor
+from keras_bert_core.text.sentencepiece.deberta_tokenizer import DebertaTokenizer
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
 from keras_bert_core.text.vocabulary.wordpiece_vocabulary import SPECIAL_TOKENS, load_vocabulary
@@ -21,6 +22,7 @@ __all__ = [
     "BertTokenizer",
     "BytePairTokenizer",
     "SentencePieceTokenizer",
+    "DebertaTokenizer",
     "SPECIAL_TOKENS",
     "load_vocabulary",
 ]

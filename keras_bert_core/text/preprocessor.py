@@ -1,11 +1,14 @@
 """Raw text to BERT encoder inputs, inside the TensorFlow graph."""
 
+import os
+
 import keras
 import tensorflow as tf
 
 from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_core.text.sentencepiece.deberta_tokenizer import DebertaTokenizer
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_core.text.string_batches import check_max_text_bytes, cut_texts
 from keras_bert_core.text.vocabulary.files import (
@@ -59,9 +62,10 @@ class BertPreprocessor(PreprocessingLayer):
       BPE with BERT's `[CLS]`... (ModernBERT's `tokenizer.json`) packs `[CLS] A [SEP] B
       [SEP]`, segment ids all 0;
     - a SentencePiece `.model` file (or its bytes): `SentencePieceTokenizer` (ALBERT),
-      packed as BERT;
+      packed as BERT; DeBERTa's `spm.model`: `DebertaTokenizer`, packed as BERT (DeBERTa-v3
+      has no token types: its segment ids are ignored);
     - a folder, e.g. a Hugging Face checkpoint: the first of `spiece.model`, `vocab.json`
-      with `merges.txt`, `vocab.txt` it holds, else the WordPiece or byte-level BPE
+      with `merges.txt`, `vocab.txt`, `spm.model` it holds, else the WordPiece or byte-level BPE
       vocabulary inside its `tokenizer.json` (see `text.vocabulary.files.find_vocabulary`),
       with `do_lower_case` (and `keep_accents`) from its `tokenizer_config.json`;
     - a tokenizer layer of this package, used as it is (e.g. a `SentencePieceTokenizer`
@@ -330,8 +334,14 @@ def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes
                              "pre-tokenization regex, string and ragged ops are not TFLite "
                              "ops (see export_tflite, which offers ids in for BPE models).")
         return BytePairTokenizer(source.vocabulary, source.merges)
-    if lower_case is None:
-        lower_case = source.options.get("lower_case", True)
+    deberta = (source.kind == SENTENCEPIECE
+               and os.path.basename(source.file or "") == DebertaTokenizer.MODEL_FILE)
+    if lower_case is None:  # DeBERTa-v3 is cased
+        lower_case = source.options.get("lower_case", not deberta)
+    if deberta:
+        return DebertaTokenizer(source.vocabulary, lower_case=lower_case,
+                                tflite_compatible=bool(tflite_compatible),
+                                max_text_bytes=max_text_bytes)
     if source.kind == WORDPIECE:
         return BertTokenizer(source.vocabulary, lower_case=lower_case,
                              tflite_compatible=bool(tflite_compatible),

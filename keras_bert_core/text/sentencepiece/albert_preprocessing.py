@@ -41,8 +41,10 @@ def _end_class(chars, ignorable, cased):
 
 
 @functools.lru_cache(maxsize=4)
-def albert_character_table(lower_case, keep_accents):
-    """ALBERT's preprocessing of every code point, from Python's `unicodedata`.
+def albert_character_table(lower_case, keep_accents, replace_quotes=True):
+    """ALBERT's preprocessing of every code point, from Python's `unicodedata`; without
+    `replace_quotes`, backticks and apostrophes stay themselves (DeBERTa's tokenizer
+    collapses whitespace alone).
 
     Returns:
         `(block_of, entries, spelling_splits, spelling_values)`, int32 arrays. For a code
@@ -66,7 +68,7 @@ def albert_character_table(lower_case, keep_accents):
         if c.isspace():
             kinds[code] = _SPACE
             continue
-        if c in "`'":
+        if replace_quotes and c in "`'":
             kinds[code] = _BACKTICK if c == "`" else _APOSTROPHE
             classes[code] = _IGNORED  # case-ignorable, unless paired (set in the graph)
             continue
@@ -109,12 +111,14 @@ class AlbertPreprocessing(tf.Module):
     """ALBERT's preprocessing of flat characters, with index arithmetic that TFLite's
     builtins have. Called on `Characters`, it returns the preprocessed texts' code points
     (flat int32), the character each comes from and their row splits; `with_spans` adds,
-    per character, the byte offset in its text where the input span of its output ends."""
+    per character, the byte offset in its text where the input span of its output ends.
+    Without `replace_quotes`, quote pairs stay as they are."""
 
-    def __init__(self, lower_case, keep_accents):
+    def __init__(self, lower_case, keep_accents, replace_quotes=True):
         super().__init__()
         self._lower_case = lower_case
-        block_of, entries, splits, values = albert_character_table(lower_case, keep_accents)
+        block_of, entries, splits, values = albert_character_table(lower_case, keep_accents,
+                                                                   replace_quotes)
         self._block_of = tf.constant(block_of)
         self._entries = tf.constant(entries)
         self._spelling_splits = tf.constant(splits)

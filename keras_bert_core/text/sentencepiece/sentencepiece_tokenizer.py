@@ -172,6 +172,11 @@ class SentencePieceTokenizer(Tokenizer):
     SPECIAL_TOKENS = {"cls": "[CLS]", "sep": "[SEP]", "pad": "<pad>", "mask": "[MASK]",
                       "unk": "<unk>"}
     vocabulary_kind = SENTENCEPIECE
+    # What a subclass of another family changes: its model's file name, tokens it adds
+    # after the model's pieces, and whether `` and '' read as ".
+    MODEL_FILE = "spiece.model"
+    ADDED_TOKENS = ()
+    REPLACES_QUOTES = True
 
     def __init__(self, model, lower_case=True, keep_accents=False, tflite_compatible=False,
                  max_text_bytes=None, **kwargs):
@@ -191,21 +196,29 @@ class SentencePieceTokenizer(Tokenizer):
 
     def _set_vocabulary(self, model):
         self.model = _read_model(model)
+        tokenized = self._model_to_tokenize(self.model)
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
-            sentencepiece = _sentencepiece_op_tokenizer(self.model)
+            sentencepiece = _sentencepiece_op_tokenizer(tokenized)
             self._pieces = [p.decode("utf-8") for p in sentencepiece.id_to_string(
                 tf.range(sentencepiece.vocab_size())).numpy().tolist()]
+            self._pieces += [token for token in self.ADDED_TOKENS if token not in self._pieces]
             self._piece_ids = {piece: i for i, piece in enumerate(self._pieces)}
-            self._preprocessing = AlbertPreprocessing(self.lower_case, self.keep_accents)
-            self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(self.model)
+            self._preprocessing = AlbertPreprocessing(self.lower_case, self.keep_accents,
+                                                      self.REPLACES_QUOTES)
+            self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(tokenized)
             if self.tflite_compatible:
                 chars = {c for piece in self._pieces for c in piece}
                 nul_stand_in = next(c for c in range(0xE000, 0xF900) if chr(c) not in chars)
                 self._speller = ByteSpeller(nul_stand_in)
             else:  # the TFLite-compatible pipeline's offsets come from `TfliteOffsets`
                 self._piece_offsets = PieceOffsets(
-                    self._pieces, SentencePieceProcessor(model_proto=self.model).unk_id())
+                    self._pieces, SentencePieceProcessor(model_proto=tokenized).unk_id())
+
+    def _model_to_tokenize(self, model):
+        """The serialized model the ops tokenize with: the model itself (ALBERT's
+        normalizer runs inside them)."""
+        return model
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
@@ -247,7 +260,8 @@ class SentencePieceTokenizer(Tokenizer):
         if self.tflite_compatible:
             if not hasattr(self, "_tflite_offsets"):
                 with tf.init_scope():  # tables built eagerly, once, from the model
-                    self._tflite_offsets = TfliteOffsets(self.model, self.lower_case,
+                    self._tflite_offsets = TfliteOffsets(self._model_to_tokenize(self.model),
+                                                         self.lower_case,
                                                          self.keep_accents,
                                                          self._speller.nul_stand_in)
             starts, ends = self._tflite_offsets(chars, out_chars, sources, out_splits,
@@ -311,7 +325,8 @@ class SentencePieceTokenizer(Tokenizer):
         tracks) only from its first use on: a model that only tokenizes needs neither its
         resource nor a second copy of the model, and a TFLite converter cannot take it."""
         if not hasattr(self, "_sentencepiece"):
-            self._sentencepiece = _sentencepiece_op_tokenizer(self.model)
+            self._sentencepiece = _sentencepiece_op_tokenizer(
+                self._model_to_tokenize(self.model))
         return self._sentencepiece
 
     def get_config(self):

@@ -4,7 +4,8 @@ The BERT family uses three tokenizers, each with its own vocabulary files:
 
 - WordPiece (BERT, DistilBERT): `vocab.txt`, one token per line.
 - Byte-level BPE (RoBERTa): `vocab.json` (token -> id) and `merges.txt`.
-- SentencePiece (ALBERT): `spiece.model`, a serialized SentencePiece model.
+- SentencePiece (ALBERT): `spiece.model`, a serialized SentencePiece model; DeBERTa's is
+  `spm.model` (its tokenizer, `DebertaTokenizer`, adds `[MASK]` after the pieces).
 
 A Hugging Face checkpoint folder holds one of them (often beside `tokenizer.json`), and may
 say in `tokenizer_config.json` whether the model is lower-cased (`do_lower_case`) and, for
@@ -40,6 +41,8 @@ VOCABULARY_FILES = {
     BYTE_PAIR: ("vocab.json", "merges.txt"),
     WORDPIECE: ("vocab.txt",),
 }
+# DeBERTa's SentencePiece model, where a folder holds no `spiece.model`.
+DEBERTA_MODEL = "spm.model"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 # tokenizer_config.json keys -> tokenizer arguments, by kind.
 _CONFIG_OPTIONS = {
@@ -53,7 +56,8 @@ def find_vocabulary(vocabulary, merges=None):
     """The `VocabularySource` of a vocabulary given as a file, a folder or in memory.
 
     - a folder (e.g. a Hugging Face checkpoint): the first of `spiece.model`,
-      `vocab.json` with `merges.txt`, `vocab.txt` that it holds, else the vocabulary inside
+      `vocab.json` with `merges.txt`, `vocab.txt`, `spm.model` (DeBERTa's) that it
+      holds, else the vocabulary inside
       its `tokenizer.json` (`read_from` names it), and the options of its
       `tokenizer_config.json`;
     - a path ending in `.model`: SentencePiece; a `tokenizer.json`: the vocabulary inside
@@ -112,6 +116,9 @@ def _find_in_folder(folder, merges):
             paths = [os.path.join(folder, name) for name in files]
             return VocabularySource(kind, paths[0], merges if merges is not None else (
                 paths[1] if kind == BYTE_PAIR else None), _folder_options(folder, kind))
+    if DEBERTA_MODEL in names:
+        return VocabularySource(SENTENCEPIECE, os.path.join(folder, DEBERTA_MODEL),
+                                options=_folder_options(folder, SENTENCEPIECE))
     if TOKENIZER_JSON in names:
         source = read_tokenizer_json(os.path.join(folder, TOKENIZER_JSON))
         if source.kind != BYTE_PAIR:
@@ -184,11 +191,12 @@ def write_vocabulary_files(tokenizer, directory):
 
     Returns:
         dict of file name -> path, the vocabulary files first in `VOCABULARY_FILES` order
+        (a SentencePiece tokenizer's own `MODEL_FILE`)
         (the config last).
     """
     kind = tokenizer_kind(tokenizer)
-    paths = {name: os.path.join(directory, name)
-             for name in (*VOCABULARY_FILES[kind], TOKENIZER_CONFIG)}
+    files = ((tokenizer.MODEL_FILE,) if kind == SENTENCEPIECE else VOCABULARY_FILES[kind])
+    paths = {name: os.path.join(directory, name) for name in (*files, TOKENIZER_CONFIG)}
     config = {}
     if kind == WORDPIECE:
         with open(paths["vocab.txt"], "w", encoding="utf-8") as f:
@@ -201,7 +209,7 @@ def write_vocabulary_files(tokenizer, directory):
             f.write("#version: 0.2\n")
             f.writelines(merge + "\n" for merge in tokenizer.merges)
     else:
-        with open(paths["spiece.model"], "wb") as f:
+        with open(paths[tokenizer.MODEL_FILE], "wb") as f:
             f.write(sentencepiece_model_bytes(tokenizer))
         config["do_lower_case"] = tokenizer.lower_case
         config["keep_accents"] = tokenizer.keep_accents
