@@ -1,8 +1,11 @@
-"""ModernBERT-base encoder, kbc vs transformers' PyTorch (and BERT-base in kbc): CPU time and
-peak memory of one forward pass on batch 1, random weights, at several lengths.
+"""ModernBERT-base and DeBERTa-v3-base encoders, kbc vs transformers' PyTorch (and BERT-base
+in kbc): CPU time and peak memory of one forward pass on batch 1, random weights, at several
+lengths.
 
     python bench/modernbert_encoder.py [--lengths 128 512 2048 8192] [--rounds 2] \
-        [--reference-python /work/refvenv/bin/python]
+        [--engines ...] [--reference-python /work/refvenv/bin/python]
+    python bench/modernbert_encoder.py --lengths 128 --rounds 5 \
+        --engines kbc-deberta transformers-deberta
 
 Each measurement runs in a fresh process on 2 threads (TensorFlow intra-op / torch): it
 builds the model, runs one call to trace (kbc: a tf.function) and warm up, then times one
@@ -16,7 +19,10 @@ round counts. Engines:
 - transformers-modernbert: `ModernBertModel(ModernBertConfig())`, its default attention
   (run with `--reference-python`, a Python with torch and transformers);
 - kbc-bert: `BertEncoder(BertConfig.preset("base"))` (dense attention; 512 positions at
-  most, so longer lengths skip it).
+  most, so longer lengths skip it);
+- kbc-deberta: `BertEncoder(BertConfig.preset("deberta_v3_base"))` (disentangled
+  attention), and transformers-deberta: `DebertaV2Model` in DeBERTa-v3-base's
+  configuration, its default attention (512 positions at most, as BERT's).
 """
 
 import argparse
@@ -31,7 +37,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
 
-ENGINES = ("kbc-modernbert", "transformers-modernbert", "kbc-bert")
+ENGINES = ("kbc-modernbert", "transformers-modernbert", "kbc-bert", "kbc-deberta",
+           "transformers-deberta")
+_PRESETS = {"kbc-modernbert": "modernbert_base", "kbc-bert": "base",
+            "kbc-deberta": "deberta_v3_base"}
+# DeBERTa-v3-base in transformers' names (DebertaV2Config's defaults are another model's).
+_DEBERTA_V3 = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+               "intermediate_size": 3072, "relative_attention": True, "position_buckets": 256,
+               "norm_rel_ebd": "layer_norm", "share_att_key": True, "pos_att_type": "p2c|c2p",
+               "layer_norm_eps": 1e-7, "max_relative_positions": -1,
+               "position_biased_input": False, "type_vocab_size": 0}
 
 
 def _kbc_call(preset, length):
@@ -50,12 +65,15 @@ def _kbc_call(preset, length):
     return lambda: function(inputs).numpy()
 
 
-def _transformers_call(length):
+def _transformers_call(engine, length):
     import torch
     import transformers
 
     torch.set_num_threads(2)
-    model = transformers.ModernBertModel(transformers.ModernBertConfig()).eval()
+    if engine == "transformers-deberta":
+        model = transformers.DebertaV2Model(transformers.DebertaV2Config(**_DEBERTA_V3)).eval()
+    else:
+        model = transformers.ModernBertModel(transformers.ModernBertConfig()).eval()
     ids = torch.randint(5, 30000, (1, length))
     mask = torch.ones_like(ids)
 
@@ -67,10 +85,10 @@ def _transformers_call(length):
 
 
 def child(engine, length):
-    if engine == "transformers-modernbert":
-        call = _transformers_call(length)
+    if engine.startswith("transformers-"):
+        call = _transformers_call(engine, length)
     else:
-        call = _kbc_call("modernbert_base" if engine == "kbc-modernbert" else "base", length)
+        call = _kbc_call(_PRESETS[engine], length)
     call()  # trace and warm up
     start = time.process_time()
     call()
@@ -97,9 +115,9 @@ def main():
     for _ in range(args.rounds):
         for length in args.lengths:
             for engine in args.engines:
-                if engine == "kbc-bert" and length > 512:
+                if engine in ("kbc-bert", "kbc-deberta", "transformers-deberta") and length > 512:
                     continue
-                python = (args.reference_python if engine == "transformers-modernbert"
+                python = (args.reference_python if engine.startswith("transformers-")
                           else sys.executable)
                 out = subprocess.run([python, __file__, "--child", engine, str(length)],
                                      check=True, capture_output=True, text=True,

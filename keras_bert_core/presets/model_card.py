@@ -64,7 +64,8 @@ _USE = {"classify": 'logits = model.predict(["a text to read"])',
         "squad": 'spans = model.predict((["a question?"], ["a passage that answers it."]))',
         "choice": 'logits = model.predict((["a question?"], [[{choices}]]))'}
 _FAMILY_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT",
-                 "distilbert": "DistilBERT", "modernbert": "ModernBERT"}
+                 "distilbert": "DistilBERT", "modernbert": "ModernBERT",
+                 "deberta": "DeBERTa-v3"}
 _WHAT = {"classify": "text classifier", "pair": "text-pair classifier",
          "squad": "extractive question-answering model", "ner": "token tagger",
          "choice": "multiple-choice model"}

@@ -1,5 +1,5 @@
-"""`kbc` on BERT's family: RoBERTa (byte-level BPE), ALBERT (SentencePiece) and DistilBERT
-(WordPiece, no pooler). Fine-tuning from each family's Hugging Face checkpoint folder (its
+"""`kbc` on BERT's family: RoBERTa (byte-level BPE), ALBERT (SentencePiece), DistilBERT
+(WordPiece, no pooler) and DeBERTa-v3 (SentencePiece, relative positions). Fine-tuning from each family's Hugging Face checkpoint folder (its
 tokenizer files found there) learns an easy task, and the run directory, which keeps the
 tokenizer's own files, is evaluated and answers raw text; pretraining from each family's
 preset packs and masks its way; mistakes get one line."""
@@ -18,12 +18,14 @@ FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "da
                         "families")
 # The files each family's run directory keeps its tokenizer in.
 TOKENIZER_FILES = {"roberta": {"vocab.json", "merges.txt"}, "albert": {"spiece.model"},
-                   "distilbert": {"vocab.txt"}}
+                   "distilbert": {"vocab.txt"}, "deberta": {"spm.model"}}
+DEBERTA = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data", "deberta",
+                       "mlm")
 WORDS = "the a cat dog house river green small quick table window city old new red blue".split()
 
 
 def family(name):
-    return os.path.normpath(os.path.join(FAMILIES, name))
+    return os.path.normpath(DEBERTA if name == "deberta" else os.path.join(FAMILIES, name))
 
 
 def json_lines(text):
@@ -48,7 +50,7 @@ def marked_reviews(tmp_path_factory):
 
 @pytest.mark.parametrize("name", [
     pytest.param("roberta", marks=pytest.mark.slow),  # its BPE tokenizer traces slowly
-    "albert", "distilbert"])
+    "albert", "distilbert", "deberta"])
 def test_finetune_from_a_family_checkpoint_learns_then_evaluates_and_predicts(
         kbc, name, marked_reviews, tmp_path):
     run_dir = tmp_path / "run"
@@ -59,8 +61,8 @@ def test_finetune_from_a_family_checkpoint_learns_then_evaluates_and_predicts(
     run = RunDirectory.open(run_dir)
     assert run.config()["model_config"]["family"] == name
     assert TOKENIZER_FILES[name] | {"tokenizer_config.json"} <= set(os.listdir(run_dir))
-    # The checkpoint folder's casing (RoBERTa's BPE: always cased).
-    assert run.config()["task"]["lower_case"] is (name != "roberta")
+    # The checkpoint folder's casing (RoBERTa's BPE: always cased; DeBERTa-v3: cased).
+    assert run.config()["task"]["lower_case"] is (name not in ("roberta", "deberta"))
 
     evaluated = kbc("evaluate", run_dir, marked_reviews)
     assert evaluated.code == 0, evaluated.err
@@ -98,7 +100,7 @@ def _check_exports(kbc, name, run_dir, texts, answers, tmp_path):
         assert [a["label_name"] for a in json_lines(served[1].out)] == ["positive", "negative"]
 
 
-@pytest.mark.parametrize("name", ["roberta", "albert", "distilbert"])
+@pytest.mark.parametrize("name", ["roberta", "albert", "distilbert", "deberta"])
 def test_convert_copies_each_kind_of_vocabulary_beside_the_keras_file(kbc, name, tmp_path):
     output = tmp_path / "converted" / "encoder.keras"
     result = kbc("convert", family(name), output)
