@@ -15,7 +15,8 @@ def log_bucket_positions(relative, buckets, max_distance):
 
     Example:
     >>> import numpy as np
-    >>> log_bucket_positions(np.array([0, 3, -3, 200, -1000], "int32"), 8, 512).tolist()
+    >>> buckets = log_bucket_positions(np.array([0, 3, -3, 200, -1000], "int32"), 8, 512)
+    >>> np.asarray(buckets).tolist()
     [0, 3, -3, 7, -8]
     """
     relative = ops.convert_to_tensor(relative, "int32")

@@ -1,6 +1,7 @@
 """`kbc` on BERT's family: RoBERTa (byte-level BPE), ALBERT (SentencePiece), DistilBERT
-(WordPiece, no pooler) and DeBERTa-v3 (SentencePiece, relative positions). Fine-tuning from each family's Hugging Face checkpoint folder (its
-tokenizer files found there) learns an easy task, and the run directory, which keeps the
+(WordPiece, no pooler) and DeBERTa-v3 (SentencePiece, relative positions). Fine-tuning
+from each family's Hugging Face checkpoint folder (its tokenizer files found there) learns
+an easy task, and the run directory, which keeps the
 tokenizer's own files, is evaluated and answers raw text; pretraining from each family's
 preset packs and masks its way; mistakes get one line."""
 
