@@ -1,5 +1,5 @@
-"""RoBERTa, ALBERT, DistilBERT, ModernBERT and DeBERTa-v3 as configurations of the BERT layers:
-sizes, every task model on every family, `.keras` round trips, ALBERT's shared layers."""
+"""RoBERTa, ALBERT and DistilBERT as configurations of the BERT layers: sizes, every task
+model on every family, `.keras` round trips, ALBERT's shared layers."""
 
 import keras
 import numpy as np
@@ -23,7 +23,7 @@ PUBLISHED_PARAMETERS = {
     "albert_xxlarge": 222_595_584,
     "distilbert_base": 66_362_880,
 }
-FAMILIES = ["roberta", "albert", "distilbert", "modernbert", "deberta"]
+FAMILIES = ["roberta", "albert", "distilbert", "modernbert"]
 SMALL = {"vocab_size": 100, "hidden_size": 32, "num_heads": 4, "intermediate_size": 64,
          "dropout": 0.0, "attention_dropout": 0.0}
 
@@ -33,12 +33,8 @@ def family_encoder(family, **overrides):
     a global layer, then a local one whose window is shorter than the inputs)."""
     sizes = {"albert": {"num_layers": 3, "embedding_size": 16},
              "modernbert": {"num_layers": 2, "local_attention_window": 4,
-                            "global_attention_every": 2},
-             # Buckets shorter than the inputs: the log buckets in play.
-             "deberta": {"num_layers": 1, "position_buckets": 4,
-                         "max_relative_positions": 16}}.get(family, {"num_layers": 1})
-    preset = "deberta_v3_base" if family == "deberta" else f"{family}_base"
-    config = kbc.BertConfig.preset(preset, **{**SMALL, **sizes, **overrides})
+                            "global_attention_every": 2}}.get(family, {"num_layers": 1})
+    config = kbc.BertConfig.preset(f"{family}_base", **{**SMALL, **sizes, **overrides})
     return kbc.BertEncoder(config)
 
 
@@ -83,8 +79,7 @@ def test_roberta_positions_start_after_the_offset():
 
 
 def test_the_family_classification_head():
-    for family, activation in [("roberta", "tanh"), ("distilbert", "relu"), ("albert", None),
-                               ("deberta", "gelu")]:
+    for family, activation in [("roberta", "tanh"), ("distilbert", "relu"), ("albert", None)]:
         model = kbc.BertClassifier(family_encoder(family), num_classes=3)
         assert model.head.hidden_activation == activation
         assert (model.head.hidden is None) == (activation is None)

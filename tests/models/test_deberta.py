@@ -1,0 +1,45 @@
+"""DeBERTa-v3 as a configuration of the BERT layers: every task model trains on it, `.keras`
+round trips, its classification head (a GELU dense layer on the first token, then the
+classes)."""
+
+import keras
+import pytest
+
+import keras_bert_core as kbc
+from tests.helpers import check_keras_file_round_trip, check_trains
+from tests.models.test_task_models import CASES, IDS, pretrainer_case
+
+# Buckets shorter than the test inputs: the log buckets and their clipping in play.
+SMALL = {"vocab_size": 100, "hidden_size": 32, "num_heads": 4, "intermediate_size": 64,
+         "dropout": 0.0, "attention_dropout": 0.0, "num_layers": 1, "position_buckets": 4,
+         "max_relative_positions": 16}
+
+
+def deberta_encoder():
+    return kbc.BertEncoder(kbc.BertConfig.preset("deberta_v3_base", **SMALL))
+
+
+def _case(case):
+    if case is pretrainer_case:
+        return case(deberta_encoder(), next_sentence=False)  # masked LM alone
+    return case(deberta_encoder())
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_task_model_trains_on_deberta(case):
+    model, x, y, weights = _case(case)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), run_eagerly=True)
+    check_trains(model, x, y, weights, steps=3)
+
+
+def test_keras_file_round_trip(tmp_path):
+    for case in (pretrainer_case, CASES[1]):
+        model, x, *_ = _case(case)
+        restored = check_keras_file_round_trip(model, x, tmp_path / "deberta.keras")
+        assert restored.encoder.config == model.encoder.config
+        assert restored.encoder.relative_embeddings is not None
+
+
+def test_the_classification_head_is_its_context_pooler():
+    model = kbc.BertClassifier(deberta_encoder(), num_classes=3)
+    assert model.head.hidden_activation == "gelu" and model.head.hidden is not None
