@@ -58,6 +58,7 @@ _EXPORTS = {
     "DebertaTokenizer": "keras_bert_core.text",
     "BertPacker": "keras_bert_core.text",
     "BertPreprocessor": "keras_bert_core.text",
+    "LongTextPreprocessor": "keras_bert_core.text",
     "load_vocabulary": "keras_bert_core.text",
     "MaskedLMMasker": "keras_bert_core.pretraining.masking",
     "pretraining_dataset": "keras_bert_core.pretraining.data",

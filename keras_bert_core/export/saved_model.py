@@ -58,7 +58,8 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
             features = {name: tf.pad(ids, [[0, 0]] * (ids.shape.rank - 1)
                                      + [[0, tf.maximum(1 - tf.shape(ids)[-1], 0)]])
                         for name, ids in features.items()}
-        return features, task.outputs(model(features, training=False), features)
+        model_outputs, features = task.run_model(model, features)
+        return features, task.outputs(model_outputs, features)
 
     def limited(texts):
         texts = limit_batch(texts, max_batch_size)

@@ -2,7 +2,8 @@
 
 import keras
 
-from keras_bert_core.models.encoder import encoder_inputs
+from keras_bert_core.layers.window_aggregation import WindowAggregation, WindowRows
+from keras_bert_core.models.encoder import INPUT_NAMES, encoder_inputs
 from keras_bert_core.models.sequence_head import head_features, read_positions, sequence_head
 from keras_bert_core.models.task import TaskModel
 
@@ -26,6 +27,10 @@ class BertClassifier(TaskModel):
         encoder: a `BertEncoder`.
         num_classes: number of classes; 1 for regression.
         dropout: dropout rate on the pooled output.
+        window_aggregation: None, or how the logits of a long text's windows join into
+            the text's: `"mean"`, `"max"` or `"attention"` (`layers.WindowAggregation`).
+            The model then takes windows `[batch, windows, seq]` (missing windows all
+            padding), as `kbc.LongTextPreprocessor` makes them, and answers per text.
         preprocessor: None, or the layer that turns text into the inputs (e.g.
             `kbc.BertPreprocessor`); `fit`, `evaluate` and `predict` then take text too
             (see `TaskModel`).
@@ -50,18 +55,31 @@ class BertClassifier(TaskModel):
     (2, 3)
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, window_aggregation=None, **kwargs):
         config = self._check_encoder(encoder).config
-        inputs = encoder_inputs()
+        if window_aggregation is None:
+            inputs = rows = encoder_inputs()
+        else:
+            inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name)
+                      for name in INPUT_NAMES}
+            flatten = WindowRows(name="window_rows")
+            rows = {name: flatten(value) for name, value in inputs.items()}
         use_pooler = config.classifier_activation is None
         head = sequence_head(config, num_classes, dropout, use_pooler, encoder.dtype_policy,
                              "classifier")
         # Where only [CLS] is read, the encoder's last block computes that position alone.
-        encoded = encoder.encode(inputs, output_positions=read_positions(config))
-        logits = head(head_features(config, encoded, inputs["padding_mask"], use_pooler))
+        encoded = encoder.encode(rows, output_positions=read_positions(config))
+        features = head_features(config, encoded, rows["padding_mask"], use_pooler)
+        logits = head(features)
+        if window_aggregation is not None:
+            logits = WindowAggregation(
+                window_aggregation, initializer_range=config.initializer_range,
+                dtype=encoder.dtype_policy, name="window_aggregation")(
+                    logits, features, inputs["padding_mask"])
         super().__init__(encoder, inputs, logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+        self.window_aggregation = window_aggregation
         self.head = head
         self.compile()
 
@@ -73,4 +91,8 @@ class BertClassifier(TaskModel):
                 "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
 
     def get_config(self):
-        return {**super().get_config(), "num_classes": self.num_classes, "dropout": self.dropout}
+        config = {**super().get_config(), "num_classes": self.num_classes,
+                  "dropout": self.dropout}
+        if self.window_aggregation is not None:  # other models keep the config they had
+            config["window_aggregation"] = self.window_aggregation
+        return config

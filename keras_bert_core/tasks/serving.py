@@ -54,6 +54,9 @@ class ServingTask:
 
     default_prompt = ""
     prompt_signatures = {}
+    # The features are a long text's windows `[batch, windows, seq]` (`kbc.
+    # LongTextPreprocessor`), which the model (a windowed classifier) or `run_model` joins.
+    windowed = False
     # One answer per text (a label, a vector) that no padding column changes: the writers
     # cut the columns past every row's last token before the encoder (`cut_padding`).
     pooled = False
@@ -70,8 +73,8 @@ class ServingTask:
         return {name: tf.TensorSpec([None], tf.string, name=name) for name in self.text_inputs}
 
     def ids_specs(self, seq_length=None):
-        return {name: tf.TensorSpec([None, seq_length], tf.int32, name=name)
-                for name in INPUT_NAMES}
+        shape = [None, None, seq_length] if self.windowed else [None, seq_length]
+        return {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
 
     def example_inputs(self, batch_size=1):
         """Sample raw-text inputs: a dict of numpy string arrays, `batch_size` rows."""
@@ -86,6 +89,11 @@ class ServingTask:
         features = preprocessor(segments if len(segments) > 1 else segments[0],
                                 static_shape=static_shape)
         return features, None
+
+    def run_model(self, model, features):
+        """`(model outputs, features)`: what `outputs` reads, by default the model's
+        outputs on `features` and `features` themselves."""
+        return model(features, training=False), features
 
     def outputs(self, model_outputs, features):
         raise NotImplementedError

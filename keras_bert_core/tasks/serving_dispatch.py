@@ -19,7 +19,8 @@ from keras_bert_core.tasks.multilabel import MultiLabelClassification
 from keras_bert_core.tasks.multiple_choice import MultipleChoice
 from keras_bert_core.tasks.question_answering import SpanQuestionAnswering
 from keras_bert_core.tasks.serving import RawOutputs
-from keras_bert_core.tasks.token_classification import TokenTagging
+from keras_bert_core.tasks.token_classification.serving import TokenTagging, WindowedTokenTagging
+from keras_bert_core.text.long_text_preprocessor import LongTextPreprocessor
 
 
 def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_length=30,
@@ -61,6 +62,8 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
         if len(label_names) != num_classes:
             raise ValueError(f"label_names has {len(label_names)} names but the model has "
                              f"num_classes={num_classes}")
+    if isinstance(preprocessor, LongTextPreprocessor):
+        return _windowed_task(model, preprocessor, pairs, label_names)
     if isinstance(model, BertSpanLabeler):
         return SpanQuestionAnswering(preprocessor.packer, max_answer_length,
                                      null_score_threshold)
@@ -81,6 +84,25 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
     if isinstance(model, BertEncoder):
         return SentenceEmbedding(pairs)
     return RawOutputs(pairs)
+
+
+def _windowed_task(model, preprocessor, pairs, label_names):
+    """The serving task of a model that reads long texts as windows: a classifier that
+    joins its windows' logits, or a tagger."""
+    if pairs:
+        raise ValueError("a LongTextPreprocessor reads one text per example, not pairs")
+    if isinstance(model, BertTokenClassifier):
+        special_ids = (preprocessor.cls_id, preprocessor.sep_id, preprocessor.pad_id)
+        return WindowedTokenTagging(preprocessor.stride, preprocessor.vocabulary, special_ids,
+                                    label_names, preprocessor.tokenizer.continues_word)
+    if getattr(model, "window_aggregation", None) is None:
+        raise ValueError(f"a LongTextPreprocessor's windows are for a BertClassifier with a "
+                         f"window_aggregation or a BertTokenClassifier; {model.name!r} "
+                         f"({type(model).__name__}) reads one row per text: serve it with a "
+                         "BertPreprocessor")
+    task = Regression() if model.num_classes == 1 else Classification(label_names)
+    task.windowed = True
+    return task
 
 
 def _check_model_and_preprocessor(model, preprocessor):

@@ -1,11 +1,12 @@
 """In-graph text processing: text to ids in the graph, by tokenizer algorithm (`wordpiece`,
 `byte_pair`, `sentencepiece`), their vocabulary files (`vocabulary`: finding, writing,
-`.keras` assets, learning), the packer and the preprocessor. Pretraining data lives in
-`keras_bert_core.pretraining`, task data in `keras_bert_core.tasks`, the exports' op
-allowlists in `keras_bert_core.export`."""
+`.keras` assets, learning), the packer and the preprocessors (`windows`: long texts as
+overlapping windows). Pretraining data lives in `keras_bert_core.pretraining`, task data in
+`keras_bert_core.tasks`, the exports' op allowlists in `keras_bert_core.export`."""
 
 from keras_bert_core.errors import DataError
 from keras_bert_core.text.byte_pair.byte_pair_tokenizer import BytePairTokenizer
+from keras_bert_core.text.long_text_preprocessor import LongTextPreprocessor
 from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from keras_bert_core.text.sentencepiece.deberta_tokenizer import DebertaTokenizer
@@ -18,6 +19,7 @@ __all__ = [
     "BertPacker",
     "DataError",
     "learn_wordpiece_vocab",
+    "LongTextPreprocessor",
     "BertPreprocessor",
     "BertTokenizer",
     "BytePairTokenizer",

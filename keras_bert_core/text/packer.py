@@ -119,7 +119,29 @@ class BertPacker(PreprocessingLayer):
         unbatched = not isinstance(segments[0], tf.RaggedTensor)
         values, starts, lengths = zip(*(_values_starts_lengths(s) for s in segments), strict=True)
         kept = self._trim(lengths, self.seq_length - num_special)
-        total = num_special + tf.add_n(kept)
+        outputs = self._pack(values, starts, kept, separators, static_shape)
+        if unbatched:
+            outputs = {name: x[0] for name, x in outputs.items()}
+        return outputs
+
+    def pack_rows(self, values, starts, lengths, static_shape=None):
+        """Packs rows of one segment each, `[CLS] values[start:start + length] [SEP]`, from
+        flat int32 `values` and the rows' `starts` and `lengths` (each at most
+        `seq_length - 2`): rows may overlap (the windows of `text.windows`).
+
+        >>> packer = BertPacker(seq_length=8, cls_id=2, sep_id=3, pad_id=0, static_shape=False)
+        >>> packer.pack_rows(tf.constant([10, 11, 12]), tf.constant([0, 1]),
+        ...                  tf.constant([2, 2]))["token_ids"].numpy().tolist()
+        [[2, 10, 11, 3, 0, 0, 0, 0], [2, 11, 12, 3, 0, 0, 0, 0]]
+        """
+        static_shape = self.static_shape if static_shape is None else static_shape
+        return self._pack((values,), (starts,), (lengths,), [1], static_shape)
+
+    def _pack(self, values, starts, kept, separators, static_shape):
+        """The packed rows of segments `values` (flat ids, one per segment) whose rows keep
+        `kept` ids from `starts`, each segment followed by its `separators`."""
+        num_special = 1 + sum(separators)
+        total = num_special + tf.add_n(list(kept))
 
         if static_shape:
             width = self.seq_length
@@ -143,21 +165,17 @@ class BertPacker(PreprocessingLayer):
                                  token_ids)
             begin = end + count
         real = position < total[:, tf.newaxis]
-        if len(segments) == 2 and self.second_segment_id:
+        if len(values) == 2 and self.second_segment_id:
             # The second segment and its [SEP] come after the first segment's separators.
             second = position >= 1 + kept[0][:, tf.newaxis] + self.pair_separators
             segment_ids = tf.cast(real & second, tf.int32)
         else:
             segment_ids = tf.zeros_like(token_ids)
-
-        outputs = {
+        return {
             "token_ids": token_ids,
             "segment_ids": segment_ids,
             "padding_mask": tf.cast(real, tf.int32),
         }
-        if unbatched:
-            outputs = {name: x[0] for name, x in outputs.items()}
-        return outputs
 
     def second_segment_mask(self, features):
         """Where a packed pair's second segment is, its closing separator excluded: bool

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_bert_core.tasks.serving import ServingTask, left_align, offset_at
+from keras_bert_core.text.windows import join_windows
 
 
 class TokenTagging(ServingTask):
@@ -86,3 +87,50 @@ class TokenTagging(ServingTask):
         special = tf.reduce_any(
             tf.expand_dims(token_ids, 2) == tf.constant(self.special_ids), axis=-1)
         return (features["padding_mask"] > 0) & ~special
+
+
+class WindowedTokenTagging(TokenTagging):
+    """`TokenTagging` of texts longer than the model's window: the tagger runs on each
+    text's overlapping windows (`kbc.LongTextPreprocessor`), and each wordpiece takes its
+    tag from the window where it sits most centrally (`text.windows.join_windows`); the
+    answers are then `TokenTagging`'s on the whole text.
+
+    Args:
+        stride: the windows' stride (the preprocessor's).
+        vocabulary, special_ids, label_names, continues_word: as for `TokenTagging`.
+
+    Example:
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
+    >>> task = WindowedTokenTagging(1, vocab, special_ids=(2, 3, 0))
+    >>> windows = {"token_ids": tf.constant([[[2, 5, 6, 3], [2, 6, 7, 3]]]),
+    ...            "segment_ids": tf.zeros([1, 2, 4], tf.int32),
+    ...            "padding_mask": tf.ones([1, 2, 4], tf.int32)}
+    >>> tagger = lambda rows, training: tf.one_hot(rows["token_ids"] - 5, 3)
+    >>> logits, text = task.run_model(tagger, windows)
+    >>> text["token_ids"].numpy().tolist(), logits.numpy().argmax(-1).tolist()
+    ([[2, 5, 6, 7, 3]], [[0, 0, 1, 2, 0]])
+    """
+
+    windowed = True
+
+    def __init__(self, stride, vocabulary, special_ids, label_names=None, continues_word=None):
+        super().__init__(vocabulary, special_ids, label_names, continues_word)
+        self.stride = stride
+
+    def encode(self, preprocessor, texts, static_shape, with_offsets=True):
+        if not with_offsets:
+            return super().encode(preprocessor, texts, static_shape, with_offsets)
+        ids, starts, ends = preprocessor.tokenizer.tokenize_with_offsets(texts["text"])
+        return preprocessor.windows(ids, static_shape), (starts, ends)
+
+    def run_model(self, model, features):
+        shape = tf.shape(features["token_ids"])  # [batch, windows, seq]
+        rows = {name: tf.reshape(value, [-1, shape[2]]) for name, value in features.items()}
+        logits = model(rows, training=False)
+        logits = tf.reshape(logits, tf.concat([shape, tf.shape(logits)[-1:]], 0))
+        mask = features["padding_mask"]
+        logits, text_mask = join_windows(logits, mask, self.stride)
+        token_ids, _ = join_windows(features["token_ids"], mask, self.stride)
+        pad_id = self.special_ids[2]
+        return logits, {"token_ids": tf.where(text_mask > 0, token_ids, pad_id),
+                        "segment_ids": tf.zeros_like(text_mask), "padding_mask": text_mask}
