@@ -3,6 +3,7 @@
 import argparse
 
 from keras_bert_core.cli import UserError
+from keras_bert_core.cli.long_texts import add_long_text_options, long_text_settings
 from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import (
     build_encoder,
@@ -68,6 +69,7 @@ def add_arguments(parser):
                         help="classify/pair: the label is a number (a score, as STS-B's): "
                              "the model predicts it (mean squared error) instead of a class")
     add_embed_options(parser)
+    add_long_text_options(parser)
     add_vocab_options(parser, seq_length=None,
                       seq_length_help=f"(default: the length --checkpoint was trained with, "
                                       f"if it is a preset or a fine-tuning or distillation "
@@ -291,6 +293,8 @@ def run(args):
                                             **embedding_settings(args)}
     if args.seq_length is None:
         args.seq_length = _checkpoint_seq_length(args.checkpoint) or DEFAULT_SEQ_LENGTH
+    if not args.resume:
+        task_options.update(long_text_settings(args))
     training = TrainingOptions.from_args(args)
     strategy = training_strategy(training, args.run_dir)
     path = args.run_dir or default_run_dir(f"finetune-{args.task}")
@@ -306,6 +310,7 @@ def run(args):
     task = task_for(args.task, saved["task"] if saved else {
         **data_settings(args), "seq_length": args.seq_length,
         "lower_case": preprocessor.lower_case, **task_options})
+    preprocessor = task.preprocessor_for(preprocessor)  # e.g. a long text's windows
     train, validation = _load_data(args, task, learn_labels=not args.resume)
     if args.checkpoint and not saved and task.adopts_checkpoint_model:
         task.adopt(checkpoint_model(args.checkpoint))  # e.g. an embedding model's pooling

@@ -4,6 +4,7 @@ steps from data to answers; each task module defines its own (`classification.Cl
 `question_answering.fine_tuning.Squad`, ...), `fine_tuning.TASKS` names them."""
 
 from keras_bert_core.errors import DataError
+from keras_bert_core.text.long_text_preprocessor import LongTextPreprocessor
 
 # The settings every task has, and their defaults (`kbc finetune`'s data options).
 DEFAULT_SETTINGS = {
@@ -94,6 +95,15 @@ class Task:
         """`compile` arguments the task's model trains with besides its defaults (e.g. a
         loss that depends on the data); the optimizer comes from the training options."""
         return {}
+
+    def preprocessor_for(self, preprocessor):
+        """The preprocessor the task's model reads, made from `preprocessor`: with the
+        setting `long_texts` `"windows"` (classify and ner), a `LongTextPreprocessor`
+        with the settings `stride` and `max_windows`."""
+        if self.settings.get("long_texts") != "windows":
+            return preprocessor
+        return LongTextPreprocessor.from_preprocessor(
+            preprocessor, self.settings.get("stride"), self.settings.get("max_windows", 16))
 
     def model_arguments(self, preprocessor):
         """What every task model is built with besides its encoder and head."""

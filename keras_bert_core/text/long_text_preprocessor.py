@@ -51,6 +51,21 @@ class LongTextPreprocessor(BertPreprocessor):
         self.max_windows = max_windows
         check_window_options(self.seq_length, self.stride, self.max_windows)
 
+    @classmethod
+    def from_preprocessor(cls, preprocessor, stride=None, max_windows=16):
+        """The long-text twin of a `BertPreprocessor`: its vocabulary and settings, in
+        windows.
+
+        >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"], seq_length=8)
+        >>> LongTextPreprocessor.from_preprocessor(pre, max_windows=4).stride
+        3
+        """
+        config = preprocessor.get_config()
+        if "tokenizer" in config:  # the tokenizer object itself, as `with_options` passes it
+            config["vocabulary"] = keras.saving.deserialize_keras_object(
+                config.pop("tokenizer"))
+        return cls.from_config({**config, "stride": stride, "max_windows": max_windows})
+
     def call(self, inputs, static_shape=None):
         if isinstance(inputs, tuple):
             raise ValueError("LongTextPreprocessor reads one text per example, not pairs")

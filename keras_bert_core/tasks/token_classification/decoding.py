@@ -8,7 +8,8 @@ import numpy as np
 def predictions_to_tags(predictions, features, tag_names):
     """Maps per-token predictions back to one tag name per word.
 
-    Each word takes the prediction at its first piece; words cut off by `seq_length` get "O".
+    Each word takes the prediction at its first piece (of a long sentence's windows, the
+    window where that piece is most central); words cut off by `seq_length` get "O".
 
     Args:
         predictions: logits `[num_sentences, seq_length, num_tags]` or tag ids
@@ -36,8 +37,11 @@ def predictions_to_tags(predictions, features, tag_names):
         raise ValueError(f"predictions of shape {predictions.shape} do not match the features' "
                          f"{features.word_ids.shape}")
     sentences = [["O"] * count for count in features.num_words]
+    sentence_of = (np.arange(len(features.word_ids)) if features.sentence_ids is None
+                   else features.sentence_ids)  # a long sentence's windows are rows
     for row, position in zip(*np.nonzero(features.word_ids >= 0), strict=True):
-        sentences[row][features.word_ids[row, position]] = tag_names[predictions[row, position]]
+        sentences[sentence_of[row]][features.word_ids[row, position]] = \
+            tag_names[predictions[row, position]]
     return sentences
 
 

@@ -36,7 +36,10 @@ class Ner(Task):
                                    **self.model_arguments(preprocessor))
 
     def _features(self, data, preprocessor):
-        return tagging_features(data, preprocessor.tokenizer, self.settings["seq_length"])
+        # A long-text preprocessor's windows (`kbc.LongTextPreprocessor`), else one row.
+        return tagging_features(data, preprocessor.tokenizer, self.settings["seq_length"],
+                                getattr(preprocessor, "stride", None),
+                                getattr(preprocessor, "max_windows", None))
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
         features = self._features(data, preprocessor)
