@@ -56,7 +56,7 @@ class LongTextPreprocessor(BertPreprocessor):
         """The long-text twin of a `BertPreprocessor`: its vocabulary and settings, in
         windows.
 
-        >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], seq_length=8)
+        >>> pre = BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"], 8)
         >>> LongTextPreprocessor.from_preprocessor(pre, max_windows=4).stride
         3
         """
