@@ -4,6 +4,7 @@ mixed precision, `.keras` round trips. Import as `from tests.helpers import ...`
 import contextlib
 import os
 import re
+from unittest import mock
 
 import keras
 import numpy as np
@@ -27,6 +28,22 @@ def encoder_batch(batch=4, seq=16, vocab_size=100, seed=0):
     ids = rng.integers(5, vocab_size, size=(batch, seq)).astype("int32") * mask
     segments = (np.arange(seq)[None] >= lengths[:, None] // 2).astype("int32") * mask
     return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}
+
+
+@contextlib.contextmanager
+def zero_initialized_weights():
+    """New weights start at zero instead of random draws, for tests that build full-size
+    presets only to count their parameters (drawing a large model's weights costs most of
+    its build time)."""
+    def zeros(self, shape, dtype=None):
+        return keras.ops.zeros(shape, dtype)
+
+    random_initializers = (keras.initializers.TruncatedNormal, keras.initializers.RandomNormal,
+                           keras.initializers.RandomUniform, keras.initializers.GlorotUniform)
+    with contextlib.ExitStack() as stack:
+        for initializer in random_initializers:
+            stack.enter_context(mock.patch.object(initializer, "__call__", zeros))
+        yield
 
 
 @contextlib.contextmanager

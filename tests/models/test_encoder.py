@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import keras_bert_core as kbc
+from tests.helpers import zero_initialized_weights
 
 TINY = kbc.BertConfig.preset("tiny", vocab_size=200, max_position_embeddings=64)
 
@@ -18,8 +19,9 @@ def make_inputs(batch=3, seq=12, seed=0):
 
 def test_parameter_counts_match_published_bert():
     # BERT-base with pooler: 109,482,240; BERT-large: 335,141,888.
-    assert kbc.BertEncoder(kbc.BertConfig.preset("base")).count_params() == 109_482_240
-    assert kbc.BertEncoder(kbc.BertConfig.preset("large")).count_params() == 335_141_888
+    with zero_initialized_weights():
+        assert kbc.BertEncoder(kbc.BertConfig.preset("base")).count_params() == 109_482_240
+        assert kbc.BertEncoder(kbc.BertConfig.preset("large")).count_params() == 335_141_888
 
 
 def test_outputs_and_any_sequence_length():

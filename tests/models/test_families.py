@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 import keras_bert_core as kbc
-from tests.helpers import check_keras_file_round_trip, check_trains, encoder_batch
+from tests.helpers import (
+    check_keras_file_round_trip,
+    check_trains,
+    encoder_batch,
+    zero_initialized_weights,
+)
 from tests.models.test_task_models import CASES, IDS, pretrainer_case
 
 # transformers' `num_parameters()` of RobertaModel, AlbertModel, DistilBertModel and
@@ -38,10 +43,10 @@ def family_encoder(family, **overrides):
     return kbc.BertEncoder(config)
 
 
-@pytest.mark.slow  # builds the large configurations' weights (a few GB of float32 in all)
 @pytest.mark.parametrize("preset", sorted(PUBLISHED_PARAMETERS))
 def test_presets_have_the_published_parameter_counts(preset):
-    encoder = kbc.BertEncoder(kbc.BertConfig.preset(preset))
+    with zero_initialized_weights():
+        encoder = kbc.BertEncoder(kbc.BertConfig.preset(preset))
     assert encoder.count_params() == PUBLISHED_PARAMETERS[preset]
     keras.backend.clear_session()
 
