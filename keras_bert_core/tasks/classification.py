@@ -306,10 +306,9 @@ class Classify(Task):
 
     def build_model(self, encoder, preprocessor=None):
         names = self.settings["label_names"]
-        windows = self.settings.get("long_texts") == "windows"
         return BertClassifier(encoder, num_classes=len(names) if names else 1,
-                              window_aggregation=self.settings.get("window_aggregation", "mean")
-                              if windows else None, **self.model_arguments(preprocessor))
+                              window_aggregation=self.window_aggregation(),
+                              **self.model_arguments(preprocessor))
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):
         return classification_dataset(data, preprocessor, batch_size, training,

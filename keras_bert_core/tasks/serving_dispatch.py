@@ -87,8 +87,8 @@ def serving_task(model, preprocessor, pairs=False, label_names=None, max_answer_
 
 
 def _windowed_task(model, preprocessor, pairs, label_names):
-    """The serving task of a model that reads long texts as windows: a classifier that
-    joins its windows' logits, or a tagger."""
+    """The serving task of a model that reads long texts as windows: a classifier (single
+    or multi-label) that joins its windows' logits, or a tagger."""
     if pairs:
         raise ValueError("a LongTextPreprocessor reads one text per example, not pairs")
     if isinstance(model, BertTokenClassifier):
@@ -100,7 +100,10 @@ def _windowed_task(model, preprocessor, pairs, label_names):
                          f"window_aggregation or a BertTokenClassifier; {model.name!r} "
                          f"({type(model).__name__}) reads one row per text: serve it with a "
                          "BertPreprocessor")
-    task = Regression() if model.num_classes == 1 else Classification(label_names)
+    if isinstance(model, BertMultiLabelClassifier):
+        task = MultiLabelClassification(model.decision_thresholds(), label_names)
+    else:
+        task = Regression() if model.num_classes == 1 else Classification(label_names)
     task.windowed = True
     return task
 

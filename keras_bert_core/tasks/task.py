@@ -98,12 +98,19 @@ class Task:
 
     def preprocessor_for(self, preprocessor):
         """The preprocessor the task's model reads, made from `preprocessor`: with the
-        setting `long_texts` `"windows"` (classify and ner), a `LongTextPreprocessor`
+        setting `long_texts` `"windows"` (classify, multilabel, ner), a `LongTextPreprocessor`
         with the settings `stride` and `max_windows`."""
         if self.settings.get("long_texts") != "windows":
             return preprocessor
         return LongTextPreprocessor.from_preprocessor(
             preprocessor, self.settings.get("stride"), self.settings.get("max_windows", 16))
+
+    def window_aggregation(self):
+        """How a classifier joins a long text's windows (the setting `window_aggregation`,
+        "mean" by default) when the task reads windows; None when it does not."""
+        if self.settings.get("long_texts") != "windows":
+            return None
+        return self.settings.get("window_aggregation", "mean")
 
     def model_arguments(self, preprocessor):
         """What every task model is built with besides its encoder and head."""

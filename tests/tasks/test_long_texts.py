@@ -1,6 +1,7 @@
 """Long texts as overlapping windows (`kbc.LongTextPreprocessor`): the windows and their
 join, a classifier's answer as the aggregate of its windows', and one long raw text in,
-one answer out, alike from Keras, the SavedModel and the `.tflite` file."""
+one answer out (a class, a label set, tags), alike from Keras, the SavedModel and the
+`.tflite` file."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import tensorflow as tf
 
 import keras_bert_core as kbc
 from keras_bert_core.cli.predict import load_tflite
-from keras_bert_core.tasks.fine_tuning import Classify, Ner
+from keras_bert_core.tasks.fine_tuning import Classify, MultiLabel, Ner
 from keras_bert_core.tasks.token_classification import TaggingData
 from keras_bert_core.text.windows import (
     LENGTH_TIE_BREAK,
@@ -132,8 +133,15 @@ def long_text_exports(tmp_path_factory):
     classify = Classify({"seq_length": SEQ_LENGTH, "label_names": ["a", "b", "c"],
                          "long_texts": "windows", "window_aggregation": "attention"})
     classifier = classify.build_model(_encoder(preprocessor), preprocessor)
+    multilabel = MultiLabel({"seq_length": SEQ_LENGTH, "label_names": ["a", "b", "c"],
+                             "long_texts": "windows", "window_aggregation": "max"})
+    tagging = multilabel.build_model(_encoder(preprocessor), preprocessor)
+    # Thresholds a margin away from the probabilities of the tested text: two labels of three.
+    logits = tagging.predict([_text(40, seed=1)], verbose=0)[0]
+    tagging.thresholds = 1 / (1 + np.exp(-logits)) + np.array([-0.05, -0.05, 0.05])
     exports = {}
-    for name, model, task in (("tagger", tagger, ner), ("classifier", classifier, classify)):
+    for name, model, task in (("tagger", tagger, ner), ("classifier", classifier, classify),
+                              ("multilabel", tagging, multilabel)):
         labels = task.settings["label_names"]
         exports[name] = (model, task, kbc.export_saved_model(
             model, preprocessor, folder / name, label_names=labels, warmup=False),
@@ -162,6 +170,18 @@ def test_a_text_of_five_windows_gets_one_class_from_keras_and_both_exports(long_
     for outputs in (served, phone):
         np.testing.assert_allclose(outputs["logits"], logits, atol=1e-4)
         assert outputs["label_name"].decode() == answer["label"]
+
+
+def test_a_text_of_five_windows_gets_one_label_set_from_keras_and_both_exports(
+        long_text_exports):
+    _, exports = long_text_exports
+    model, task, export, tflite = exports["multilabel"]
+    text = _text(40, seed=1)
+    (answer,) = task.predict(model, task.from_lines([text]))
+    assert sorted(answer["labels"]) == ["a", "b"]
+    served, phone = _serve(export, tflite, text)
+    for outputs in (served, phone):
+        assert [name.decode() for name in outputs["label_names"] if name] == ["a", "b"]
 
 
 def test_a_tagger_finds_an_entity_only_in_the_last_window(long_text_exports):

@@ -56,6 +56,7 @@ class MultiLabel(Task):
 
     def build_model(self, encoder, preprocessor=None):
         return BertMultiLabelClassifier(encoder, num_labels=len(self.settings["label_names"]),
+                                        window_aggregation=self.window_aggregation(),
                                         **self.model_arguments(preprocessor))
 
     def distiller(self, teacher, student, options):
