@@ -56,6 +56,7 @@ _EXPORTS = {
     "BytePairTokenizer": "keras_bert_core.text",
     "SentencePieceTokenizer": "keras_bert_core.text",
     "DebertaTokenizer": "keras_bert_core.text",
+    "XlmRobertaTokenizer": "keras_bert_core.text",
     "BertPacker": "keras_bert_core.text",
     "BertPreprocessor": "keras_bert_core.text",
     "LongTextPreprocessor": "keras_bert_core.text",

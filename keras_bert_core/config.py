@@ -67,7 +67,7 @@ class BertConfig:
             (DistilBERT): a hidden dense layer with that activation on the first token's
             output, then the dense layer to the classes.
         family: `"bert"`, `"roberta"`, `"albert"`, `"distilbert"`, `"modernbert"` or
-            `"deberta"` (DeBERTa-v2/v3): which
+            `"deberta"` (DeBERTa-v2/v3), or `"xlm-roberta"` (XLM-RoBERTa): which
             family's files a checkpoint of this configuration uses (weight names,
             `model_type`). A `type_vocab_size` of 0 means no segment embeddings (DistilBERT,
             ModernBERT).
@@ -249,9 +249,10 @@ trained with
     @classmethod
     def preset(cls, name: str, **overrides) -> BertConfig:
         """A named configuration: BERT's tiny, mini, small, medium, base, large (Turc et al. /
-        BERT paper); roberta_base, roberta_large; albert_base, albert_large, albert_xlarge,
-        albert_xxlarge (ALBERT v2); distilbert_base; modernbert_base, modernbert_large;
-        deberta_v3_xsmall, deberta_v3_small, deberta_v3_base, deberta_v3_large."""
+        BERT paper); roberta_base, roberta_large; xlm_roberta_base, xlm_roberta_large;
+        albert_base, albert_large, albert_xlarge, albert_xxlarge (ALBERT v2); distilbert_base;
+        modernbert_base, modernbert_large; deberta_v3_xsmall, deberta_v3_small,
+        deberta_v3_base, deberta_v3_large."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})

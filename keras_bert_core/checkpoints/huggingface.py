@@ -1,4 +1,4 @@
-"""Hugging Face checkpoints of BERT, RoBERTa, ALBERT, DistilBERT, ModernBERT and
+"""Hugging Face checkpoints of BERT, RoBERTa, XLM-RoBERTa, ALBERT, DistilBERT, ModernBERT and
 DeBERTa-v2/v3: `config.json` + `model.safetensors` (or its shards).
 
 Base-model keys (`encoder.layer.0...`) and those of the pretraining, masked-LM and
@@ -77,6 +77,10 @@ _FAMILIES = {
                    "mlm": ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
                    "nsp": None},
 }
+
+
+# XLM-RoBERTa's checkpoints spell every weight as RoBERTa's do.
+_FAMILIES["xlm-roberta"] = _FAMILIES["roberta"]
 
 
 def _head_sources(family, keys):
@@ -217,8 +221,8 @@ def _prefix(reader, family):
 
 
 def load(path, config=None):
-    """Load a Hugging Face BERT, RoBERTa, ALBERT, DistilBERT, ModernBERT or DeBERTa-v2/v3
-    checkpoint into a new `BertEncoder` (the family comes from `config.json`'s
+    """Load a Hugging Face BERT, RoBERTa, XLM-RoBERTa, ALBERT, DistilBERT, ModernBERT or
+    DeBERTa-v2/v3 checkpoint into a new `BertEncoder` (the family comes from `config.json`'s
     `model_type`).
 
     Args:

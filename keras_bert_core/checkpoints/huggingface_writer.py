@@ -1,6 +1,6 @@
 """Hugging Face checkpoints written: an encoder as `config.json` + `model.safetensors`, the
-base model (`BertModel`, `RobertaModel`, `AlbertModel`, `DistilBertModel`) that
-`transformers.AutoModel` loads and `huggingface.load` reads back."""
+base model (`BertModel`, `RobertaModel`, `XLMRobertaModel`, `AlbertModel`, `DistilBertModel`)
+that `transformers.AutoModel` loads and `huggingface.load` reads back."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import numpy as np
 from keras_bert_core.checkpoints.huggingface import hf_key
 from keras_bert_core.checkpoints.weights import encoder_variables
 from keras_bert_core.errors import CheckpointError
+from keras_bert_core.families import ROBERTA_ARCHITECTURE
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 _ARCHITECTURES = {"bert": "BertModel", "roberta": "RobertaModel", "albert": "AlbertModel",
-                  "distilbert": "DistilBertModel"}
+                  "distilbert": "DistilBertModel", "xlm-roberta": "XLMRobertaModel"}
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu",
                    "tanh": "tanh"}
 
@@ -60,7 +61,7 @@ def huggingface_config(config, packer=None):
               "attention_probs_dropout_prob": config.attention_dropout,
               "type_vocab_size": config.type_vocab_size, "layer_norm_eps": config.layer_norm_eps,
               "position_embedding_type": "absolute"}
-    if config.family == "roberta":
+    if config.family in ROBERTA_ARCHITECTURE:
         pad = values.get("pad_token_id", config.position_offset - 1)
         if pad != config.position_offset - 1:
             raise CheckpointError(f"a RoBERTa encoder counts positions from "

@@ -92,7 +92,7 @@ def add_model_options(parser):
     group = parser.add_argument_group("model (when not starting from a checkpoint)")
     group.add_argument("--preset", choices=sorted(PRESETS),
                        help="the architecture and size: BERT's tiny (the default) to large, "
-                            "roberta_*, albert_*, distilbert_base")
+                            "roberta_*, xlm_roberta_*, albert_*, distilbert_base")
     group.add_argument("--config", metavar="JSON",
                        help="a BertConfig JSON (ours, a Hugging Face config.json or a "
                             "google-research bert_config.json); alone it replaces --preset, "

@@ -117,7 +117,8 @@ def add_arguments(parser):
 
 # The pair task each family pretrains with: the default for a new model of that family.
 FAMILY_PAIR_TASKS = {"bert": "next_sentence", "albert": "sentence_order", "roberta": "none",
-                     "distilbert": "none", "modernbert": "none", "deberta": "none"}
+                     "distilbert": "none", "modernbert": "none", "deberta": "none",
+                     "xlm-roberta": "none"}
 
 
 def resolve_pair_task(args, family=None):

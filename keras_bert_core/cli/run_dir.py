@@ -1,10 +1,10 @@
 """Run directories: everything one `kbc` training run writes, in one folder.
 
     config.json     the command, its arguments, the model's BertConfig, the task settings
-    vocab.txt, or vocab.json + merges.txt, or spiece.model
+    vocab.txt, or vocab.json + merges.txt, or spiece.model, or sentencepiece.bpe.model
                     the vocabulary the model reads: WordPiece, byte-level BPE (RoBERTa)
-                    or SentencePiece (ALBERT), as `text.vocabulary.files.find_vocabulary` finds
-                    them in the folder
+                    or SentencePiece (ALBERT, XLM-RoBERTa), as
+                    `text.vocabulary.files.find_vocabulary` finds them in the folder
     tokenizer_config.json
                     its casing (`do_lower_case`; runs saved before it have vocab.txt
                     alone, their casing in config.json's task settings or arguments)

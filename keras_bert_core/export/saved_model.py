@@ -125,9 +125,9 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
 def attach_vocabulary_assets(module, preprocessor, directory):
     """Writes the preprocessor's vocabulary files into `directory` and tracks them on
     `module` as SavedModel assets (copied to `assets/`, referenced by relative paths):
-    `vocab_file` (`vocab.txt`, `vocab.json` or `spiece.model`), `merges_file` (BPE's
-    `merges.txt`) and `tokenizer_config` (casing options). `BertPreprocessor` on the
-    export's `assets/` folder rebuilds the same tokenizer."""
+    `vocab_file` (`vocab.txt`, `vocab.json`, `spiece.model` or `sentencepiece.bpe.model`),
+    `merges_file` (BPE's `merges.txt`) and `tokenizer_config` (casing options).
+    `BertPreprocessor` on the export's `assets/` folder rebuilds the same tokenizer."""
     paths = write_vocabulary_files(preprocessor.tokenizer, directory)
     files = list(paths.values())
     module.vocab_file = tf.saved_model.Asset(files[0])
@@ -163,7 +163,8 @@ def export_saved_model(model, preprocessor, path, name=None, version=1, *, pairs
     sequence, runs only the columns up to the longest sequence. The tokenizer's files
     travel as assets, with its casing in `assets/tokenizer_config.json`: `assets/vocab.txt`
     (WordPiece), `assets/vocab.json` and `assets/merges.txt` (byte-level BPE, RoBERTa) or
-    `assets/spiece.model` (SentencePiece, ALBERT); the export holds no absolute path. The
+    `assets/spiece.model` (SentencePiece, ALBERT) or `assets/sentencepiece.bpe.model`
+    (XLM-RoBERTa); the export holds no absolute path. The
     graph holds TensorFlow core ops and the tf.text ops that TF Serving links (a warning
     names any other).
 

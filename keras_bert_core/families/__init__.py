@@ -4,11 +4,21 @@ fields its Hugging Face `config.json` implies (read by `BertConfig.from_dict`).
 A new member adds a module with `MODEL_TYPES` (Hugging Face's `model_type` values it
 reads), `PRESETS` and `huggingface_settings(values)`, and lists it in `_MEMBERS`."""
 
-from keras_bert_core.families import albert, bert, deberta, distilbert, modernbert, roberta
+from keras_bert_core.families import (
+    albert,
+    bert,
+    deberta,
+    distilbert,
+    modernbert,
+    roberta,
+    xlm_roberta,
+)
 
-_MEMBERS = (bert, roberta, albert, distilbert, modernbert, deberta)
+_MEMBERS = (bert, roberta, albert, distilbert, modernbert, deberta, xlm_roberta)
 
-FAMILIES = ("bert", "roberta", "albert", "distilbert", "modernbert", "deberta")
+FAMILIES = ("bert", "roberta", "albert", "distilbert", "modernbert", "deberta", "xlm-roberta")
+# Members with RoBERTa's architecture and weight names.
+ROBERTA_ARCHITECTURE = ("roberta", "xlm-roberta")
 PRESETS = {name: values for member in _MEMBERS for name, values in member.PRESETS.items()}
 # Members' own `config.json` key names -> our field names.
 JSON_ALIASES = {key: ours for member in _MEMBERS for key, ours in

@@ -12,8 +12,9 @@ A preset folder (`save_to_preset`) holds:
     model.keras            the model: architecture and weights, without optimizer state
                            and without its preprocessor (the files below are its
                            vocabulary; `from_preset` attaches the preprocessor they make)
-    vocab.txt | vocab.json + merges.txt | spiece.model
-                           the vocabulary: WordPiece, byte-level BPE or SentencePiece
+    vocab.txt | vocab.json + merges.txt | spiece.model | sentencepiece.bpe.model
+                           the vocabulary: WordPiece, byte-level BPE, SentencePiece or
+                           XLM-RoBERTa's SentencePiece
     tokenizer_config.json  the casing (`do_lower_case`, and `keep_accents` for SentencePiece)
     README.md              the model card: what it is, how it was trained, its metrics
 

@@ -65,7 +65,7 @@ _USE = {"classify": 'logits = model.predict(["a text to read"])',
         "choice": 'logits = model.predict((["a question?"], [[{choices}]]))'}
 _FAMILY_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "albert": "ALBERT",
                  "distilbert": "DistilBERT", "modernbert": "ModernBERT",
-                 "deberta": "DeBERTa-v3"}
+                 "deberta": "DeBERTa-v3", "xlm-roberta": "XLM-RoBERTa"}
 _WHAT = {"classify": "text classifier", "pair": "text-pair classifier",
          "squad": "extractive question-answering model", "ner": "token tagger",
          "choice": "multiple-choice model"}

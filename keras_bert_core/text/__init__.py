@@ -11,6 +11,7 @@ from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessor import BertPreprocessor
 from keras_bert_core.text.sentencepiece.deberta_tokenizer import DebertaTokenizer
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
+from keras_bert_core.text.sentencepiece.xlm_roberta_tokenizer import XlmRobertaTokenizer
 from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
 from keras_bert_core.text.vocabulary.wordpiece_vocabulary import SPECIAL_TOKENS, load_vocabulary
 from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
@@ -27,4 +28,5 @@ __all__ = [
     "DebertaTokenizer",
     "SPECIAL_TOKENS",
     "load_vocabulary",
+    "XlmRobertaTokenizer",
 ]

@@ -10,9 +10,11 @@ from keras_bert_core.text.packer import BertPacker
 from keras_bert_core.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_core.text.sentencepiece.deberta_tokenizer import DebertaTokenizer
 from keras_bert_core.text.sentencepiece.sentencepiece_tokenizer import SentencePieceTokenizer
+from keras_bert_core.text.sentencepiece.xlm_roberta_tokenizer import XlmRobertaTokenizer
 from keras_bert_core.text.string_batches import check_max_text_bytes, cut_texts
 from keras_bert_core.text.vocabulary.files import (
     BYTE_PAIR,
+    FAIRSEQ_SENTENCEPIECE,
     SENTENCEPIECE,
     WORDPIECE,
     find_vocabulary,
@@ -23,12 +25,13 @@ from keras_bert_core.text.wordpiece.bert_tokenizer import BertTokenizer
 # Preprocessor arguments that a tokenizer (if it takes them) takes too.
 _TOKENIZER_OPTIONS = ("lower_case", "tflite_compatible", "max_text_bytes")
 # How each tokenizer's family packs pairs (BertPacker's options): RoBERTa (byte-level BPE)
-# as `<s> A </s></s> B </s>` with one token type; BERT, DistilBERT and ALBERT as
-# `[CLS] A [SEP] B [SEP]` with segment ids 0 and 1.
+# and XLM-RoBERTa (fairseq SentencePiece) as `<s> A </s></s> B </s>` with one token type;
+# BERT, DistilBERT and ALBERT as `[CLS] A [SEP] B [SEP]` with segment ids 0 and 1.
 PACKING = {
     WORDPIECE: {"pair_separators": 1, "second_segment_id": 1},
     SENTENCEPIECE: {"pair_separators": 1, "second_segment_id": 1},
     BYTE_PAIR: {"pair_separators": 2, "second_segment_id": 0},
+    FAIRSEQ_SENTENCEPIECE: {"pair_separators": 2, "second_segment_id": 0},
 }
 # ModernBERT's byte-level BPE names BERT's special tokens and packs as BERT does, with one
 # token type.
@@ -64,9 +67,12 @@ class BertPreprocessor(PreprocessingLayer):
     - a SentencePiece `.model` file (or its bytes): `SentencePieceTokenizer` (ALBERT),
       packed as BERT; DeBERTa's `spm.model`: `DebertaTokenizer`, packed as BERT (DeBERTa-v3
       has no token types: its segment ids are ignored);
-    - a folder, e.g. a Hugging Face checkpoint: the first of `spiece.model`, `vocab.json`
-      with `merges.txt`, `vocab.txt`, `spm.model` it holds, else the WordPiece or byte-level BPE
-      vocabulary inside its `tokenizer.json` (see `text.vocabulary.files.find_vocabulary`),
+    - XLM-RoBERTa's `sentencepiece.bpe.model`: `XlmRobertaTokenizer` (fairseq's ids), packed
+      as RoBERTa;
+    - a folder, e.g. a Hugging Face checkpoint: the first of `spiece.model`,
+      `sentencepiece.bpe.model`, `vocab.json` with `merges.txt`, `vocab.txt`, `spm.model` it
+      holds, else the WordPiece, byte-level BPE or XLM-RoBERTa vocabulary inside its
+      `tokenizer.json` (see `text.vocabulary.files.find_vocabulary`),
       with `do_lower_case` (and `keep_accents`) from its `tokenizer_config.json`;
     - a tokenizer layer of this package, used as it is (e.g. a `SentencePieceTokenizer`
       with `keep_accents=True`).
@@ -334,6 +340,12 @@ def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes
                              "pre-tokenization regex, string and ragged ops are not TFLite "
                              "ops (see export_tflite, which offers ids in for BPE models).")
         return BytePairTokenizer(source.vocabulary, source.merges)
+    if source.kind == FAIRSEQ_SENTENCEPIECE:
+        if lower_case:
+            raise ValueError("XLM-RoBERTa's SentencePiece vocabulary is cased: the tokenizer "
+                             "never lower-cases. Leave lower_case unset (None) or False.")
+        return XlmRobertaTokenizer(source.vocabulary, tflite_compatible=bool(tflite_compatible),
+                                   max_text_bytes=max_text_bytes)
     deberta = (source.kind == SENTENCEPIECE
                and os.path.basename(source.file or "") == DebertaTokenizer.MODEL_FILE)
     if lower_case is None:  # DeBERTa-v3 is cased

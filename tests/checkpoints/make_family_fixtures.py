@@ -147,11 +147,12 @@ def perturb(model, seed):
                 parameter.copy_(0.1 * torch.randn(parameter.shape, generator=generator))
 
 
-def encode(tokenizer, with_token_types):
-    """The batch the reference outputs are computed on: singles then pairs, one width."""
+def encode(tokenizer, with_token_types, singles=SINGLES, pairs=PAIRS):
+    """The batch the reference outputs are computed on: singles then pairs, one width (the
+    last single text at least 30 tokens long)."""
     mask = tokenizer.mask_token
-    singles = [text.format(mask=mask) for text in SINGLES]
-    pairs = [(a.format(mask=mask), b.format(mask=mask)) for a, b in PAIRS]
+    singles = [text.format(mask=mask) for text in singles]
+    pairs = [(a.format(mask=mask), b.format(mask=mask)) for a, b in pairs]
     # transformers 5's AlbertTokenizer leaves token_type_ids out unless asked for them.
     options = {"return_token_type_ids": True} if with_token_types else {}
     lengths = [len(ids) for ids in tokenizer(singles, **options)["input_ids"]]
@@ -159,7 +160,7 @@ def encode(tokenizer, with_token_types):
                                               **options)["input_ids"]]
     width = max(lengths)
     assert width <= MAX_LENGTH, width
-    assert lengths[len(SINGLES) - 1] >= 30, lengths
+    assert lengths[len(singles) - 1] >= 30, lengths
     batches = [
         tokenizer(singles, padding="max_length", max_length=width, return_tensors="np",
                   **options),

@@ -1,1 +1,2 @@
-"""The SentencePiece tokenizer of ALBERT and its `spiece.model`."""
+"""The SentencePiece tokenizers of ALBERT (`spiece.model`) and XLM-RoBERTa
+(`sentencepiece.bpe.model`, fairseq's ids)."""

@@ -117,6 +117,7 @@ class AlbertPreprocessing(tf.Module):
     def __init__(self, lower_case, keep_accents, replace_quotes=True):
         super().__init__()
         self._lower_case = lower_case
+        self.albert_settings = (lower_case, keep_accents)
         block_of, entries, splits, values = albert_character_table(lower_case, keep_accents,
                                                                    replace_quotes)
         self._block_of = tf.constant(block_of)

@@ -63,9 +63,10 @@ def charsmap_rules(charsmap):
 
 
 @functools.lru_cache(maxsize=4)
-def normalizer_tables(model, lower_case, keep_accents, nul_stand_in):
-    """What the model's normalizer does with ALBERT-preprocessed text, as arrays for the
-    TFLite route's offsets (see `TfliteOffsets`).
+def normalizer_tables(model, albert_settings, nul_stand_in):
+    """What the model's normalizer does with ALBERT-preprocessed text (`albert_settings`:
+    its `(lower_case, keep_accents)`) or with raw text (None), as arrays for the TFLite
+    route's offsets (see `TfliteOffsets`).
 
     Returns a dict of numpy arrays: `block_of` and `entries` (per code point, in blocks as
     `albert_character_table`: `spelling + num_spellings * first`, `first` the 1-based
@@ -118,7 +119,8 @@ def normalizer_tables(model, lower_case, keep_accents, nul_stand_in):
         return spellings.setdefault(classes(text), len(spellings))
 
     rules = charsmap_rules(proto.normalizer_spec.precompiled_charsmap)
-    allowed = albert_output_chars(lower_case, keep_accents)
+    allowed = (albert_output_chars(*albert_settings) if albert_settings is not None
+               else set(range(NUM_CODE_POINTS)))
     # The text as the fast op sees it: NUL is spelled as the stand-in.
     allowed = (allowed - {0}) | {nul_stand_in}
     # A character without a rule of its own is copied: one character of its class.

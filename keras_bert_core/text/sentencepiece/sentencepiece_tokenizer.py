@@ -204,8 +204,7 @@ class SentencePieceTokenizer(Tokenizer):
                 tf.range(sentencepiece.vocab_size())).numpy().tolist()]
             self._pieces += [token for token in self.ADDED_TOKENS if token not in self._pieces]
             self._piece_ids = {piece: i for i, piece in enumerate(self._pieces)}
-            self._preprocessing = AlbertPreprocessing(self.lower_case, self.keep_accents,
-                                                      self.REPLACES_QUOTES)
+            self._preprocessing = self._text_preprocessing()
             self._fast_sentencepiece = tf_text.FastSentencepieceTokenizer(tokenized)
             if self.tflite_compatible:
                 chars = {c for piece in self._pieces for c in piece}
@@ -219,6 +218,11 @@ class SentencePieceTokenizer(Tokenizer):
         """The serialized model the ops tokenize with: the model itself (ALBERT's
         normalizer runs inside them)."""
         return model
+
+    def _text_preprocessing(self):
+        """What the text goes through before the model's own normalizer: ALBERT's
+        preprocessing (a subclass for a model that reads raw text returns `RawText()`)."""
+        return AlbertPreprocessing(self.lower_case, self.keep_accents, self.REPLACES_QUOTES)
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
@@ -260,10 +264,9 @@ class SentencePieceTokenizer(Tokenizer):
         if self.tflite_compatible:
             if not hasattr(self, "_tflite_offsets"):
                 with tf.init_scope():  # tables built eagerly, once, from the model
-                    self._tflite_offsets = TfliteOffsets(self._model_to_tokenize(self.model),
-                                                         self.lower_case,
-                                                         self.keep_accents,
-                                                         self._speller.nul_stand_in)
+                    self._tflite_offsets = TfliteOffsets(
+                        self._model_to_tokenize(self.model),
+                        self._preprocessing.albert_settings, self._speller.nul_stand_in)
             starts, ends = self._tflite_offsets(chars, out_chars, sources, out_splits,
                                                 span_ends, ids)
         else:
@@ -315,10 +318,14 @@ class SentencePieceTokenizer(Tokenizer):
             if token_ids.shape.rank == 1:
                 return self.detokenize(tf.expand_dims(token_ids, 0))[0]
             token_ids = tf.RaggedTensor.from_tensor(token_ids)
-        token_ids = tf.cast(token_ids, tf.int32)
+        token_ids = self._model_ids(tf.cast(token_ids, tf.int32))
         if self.tflite_compatible:
             return self._fast_sentencepiece.detokenize(token_ids)
         return self._sentencepiece_op().detokenize(token_ids)
+
+    def _model_ids(self, token_ids):
+        """The model's ids of the layer's ids (a subclass with ids of its own maps them)."""
+        return token_ids
 
     def _sentencepiece_op(self):
         """tf.text's `SentencepieceOp` tokenizer, which the layer holds (and a SavedModel then

@@ -32,9 +32,9 @@ class TfliteOffsets(tf.Module):
     sentencepiece's own offsets do; the preprocessing's spans then give input bytes.
     """
 
-    def __init__(self, model, lower_case, keep_accents, nul_stand_in):
+    def __init__(self, model, albert_settings, nul_stand_in):
         super().__init__()
-        tables = normalizer_tables(model, lower_case, keep_accents, nul_stand_in)
+        tables = normalizer_tables(model, albert_settings, nul_stand_in)
         self._nul_stand_in = nul_stand_in
         self._block_of = tf.constant(tables["block_of"])
         self._entries = tf.constant(tables["entries"])
@@ -50,7 +50,8 @@ class TfliteOffsets(tf.Module):
 
     def __call__(self, chars, out_chars, sources, out_splits, span_ends, ids):
         """Flat int64 `(starts, ends)` of the pieces `ids` (ragged [batch, (pieces)]) in the
-        input texts, from `AlbertPreprocessing(chars, with_spans=True)`'s outputs."""
+        input texts, from the preprocessing's outputs (`AlbertPreprocessing(chars,
+        with_spans=True)` or `RawText`'s)."""
         size = tf.size(out_chars)
         rows = row_ids(out_splits)
         row_end = tf.gather(out_splits, rows + 1)

@@ -5,8 +5,8 @@ and `assets/`, where each layer that has `save_assets` writes its files into a f
 its own (named by the attributes that lead to it, e.g.
 `assets/preprocessor/tokenizer/vocab.txt`). While Keras writes such a file, the package's
 tokenizers leave their vocabulary out of their config and write their vocabulary files
-instead (`vocab.txt`; `vocab.json` and `merges.txt`; `spiece.model`; each with a
-`tokenizer_config.json`), which `load_assets` reads back into the tokenizer that
+instead (`vocab.txt`; `vocab.json` and `merges.txt`; `spiece.model`; `sentencepiece.bpe.model`;
+each with a `tokenizer_config.json`), which `load_assets` reads back into the tokenizer that
 `from_config` made without one. Anywhere else (`get_config` in memory, `from_config`
 copies, `.keras` files written before) the config holds the vocabulary inline, as before.
 """

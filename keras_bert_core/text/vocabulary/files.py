@@ -1,11 +1,12 @@
 """Which tokenizer a vocabulary is for, found from what is given, and its files written back.
 
-The BERT family uses three tokenizers, each with its own vocabulary files:
+The BERT family uses four kinds of tokenizers, each with its own vocabulary files:
 
 - WordPiece (BERT, DistilBERT): `vocab.txt`, one token per line.
 - Byte-level BPE (RoBERTa): `vocab.json` (token -> id) and `merges.txt`.
 - SentencePiece (ALBERT): `spiece.model`, a serialized SentencePiece model; DeBERTa's is
   `spm.model` (its tokenizer, `DebertaTokenizer`, adds `[MASK]` after the pieces).
+- SentencePiece through fairseq's dictionary (XLM-RoBERTa): `sentencepiece.bpe.model`.
 
 A Hugging Face checkpoint folder holds one of them (often beside `tokenizer.json`), and may
 say in `tokenizer_config.json` whether the model is lower-cased (`do_lower_case`) and, for
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from keras_bert_core.text.vocabulary.kinds import (
     BYTE_PAIR,
+    FAIRSEQ_SENTENCEPIECE,
     SENTENCEPIECE,
     TOKENIZER_KINDS,
     WORDPIECE,
@@ -38,6 +40,7 @@ from keras_bert_core.text.vocabulary.tokenizer_json import (
 # The vocabulary files of each kind, in the order a folder's files are preferred.
 VOCABULARY_FILES = {
     SENTENCEPIECE: ("spiece.model",),
+    FAIRSEQ_SENTENCEPIECE: ("sentencepiece.bpe.model",),
     BYTE_PAIR: ("vocab.json", "merges.txt"),
     WORDPIECE: ("vocab.txt",),
 }
@@ -49,6 +52,7 @@ _CONFIG_OPTIONS = {
     WORDPIECE: {"do_lower_case": "lower_case"},
     SENTENCEPIECE: {"do_lower_case": "lower_case", "keep_accents": "keep_accents"},
     BYTE_PAIR: {},
+    FAIRSEQ_SENTENCEPIECE: {},
 }
 
 
@@ -56,11 +60,11 @@ def find_vocabulary(vocabulary, merges=None):
     """The `VocabularySource` of a vocabulary given as a file, a folder or in memory.
 
     - a folder (e.g. a Hugging Face checkpoint): the first of `spiece.model`,
-      `vocab.json` with `merges.txt`, `vocab.txt`, `spm.model` (DeBERTa's) that it
-      holds, else the vocabulary inside
-      its `tokenizer.json` (`read_from` names it), and the options of its
-      `tokenizer_config.json`;
-    - a path ending in `.model`: SentencePiece; a `tokenizer.json`: the vocabulary inside
+      `sentencepiece.bpe.model`, `vocab.json` with `merges.txt`, `vocab.txt`, `spm.model`
+      (DeBERTa's) that it holds, else the vocabulary inside its `tokenizer.json`
+      (`read_from` names it), and the options of its `tokenizer_config.json`;
+    - a path ending in `.model`: SentencePiece (XLM-RoBERTa's, fairseq's ids, if named
+      `sentencepiece.bpe.model`); a `tokenizer.json`: the vocabulary inside
       it; in `.json`: BPE, its merges from `merges` or else from `merges.txt` beside it;
       any other file: a WordPiece `vocab.txt`;
     - a list or tuple of tokens: WordPiece; a dict: BPE (with `merges`); bytes: a
@@ -91,6 +95,8 @@ def find_vocabulary(vocabulary, merges=None):
                                      "is beside it: pass merges=<path to merges.txt>")
             return VocabularySource(BYTE_PAIR, path, merges)
         kind = SENTENCEPIECE if path.endswith(".model") else WORDPIECE
+        if os.path.basename(path) in VOCABULARY_FILES[FAIRSEQ_SENTENCEPIECE]:
+            kind = FAIRSEQ_SENTENCEPIECE
     elif isinstance(vocabulary, dict):
         if merges is None:
             raise ValueError("a BPE vocabulary (a dict of token -> id) needs its merges: pass "
@@ -208,6 +214,9 @@ def write_vocabulary_files(tokenizer, directory):
         with open(paths["merges.txt"], "w", encoding="utf-8") as f:
             f.write("#version: 0.2\n")
             f.writelines(merge + "\n" for merge in tokenizer.merges)
+    elif kind == FAIRSEQ_SENTENCEPIECE:  # reads text as it is: no options
+        with open(paths["sentencepiece.bpe.model"], "wb") as f:
+            f.write(sentencepiece_model_bytes(tokenizer))
     else:
         with open(paths[tokenizer.MODEL_FILE], "wb") as f:
             f.write(sentencepiece_model_bytes(tokenizer))

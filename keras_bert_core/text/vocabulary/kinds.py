@@ -1,4 +1,4 @@
-"""The three tokenizer kinds of the BERT family and `VocabularySource`, a vocabulary with the
+"""The four tokenizer kinds of the BERT family and `VocabularySource`, a vocabulary with the
 kind it is for (see `files.find_vocabulary`)."""
 
 import dataclasses
@@ -7,7 +7,9 @@ import os
 WORDPIECE = "wordpiece"
 BYTE_PAIR = "byte_pair"
 SENTENCEPIECE = "sentencepiece"
-TOKENIZER_KINDS = (WORDPIECE, BYTE_PAIR, SENTENCEPIECE)
+# SentencePiece read through fairseq's dictionary (XLM-RoBERTa's `sentencepiece.bpe.model`).
+FAIRSEQ_SENTENCEPIECE = "fairseq_sentencepiece"
+TOKENIZER_KINDS = (WORDPIECE, BYTE_PAIR, SENTENCEPIECE, FAIRSEQ_SENTENCEPIECE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +20,7 @@ class VocabularySource:
         kind: one of `TOKENIZER_KINDS`.
         vocabulary: what the tokenizer takes: a `vocab.txt` path or list of tokens
             (WordPiece), a `vocab.json` path or dict (BPE), a `.model` path or its bytes
-            (SentencePiece).
+            (SentencePiece, fairseq SentencePiece).
         merges: the BPE merges (a `merges.txt` path or list), None for the other kinds.
         options: tokenizer arguments read from a folder's `tokenizer_config.json`
             (`lower_case`, `keep_accents`); empty otherwise.

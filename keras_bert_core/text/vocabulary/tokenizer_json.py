@@ -2,8 +2,9 @@
 tokenizer file (as sentence-transformers with transformers 5 saves them).
 
 Read only where the package's tokenizer gives the file's ids: a WordPiece model behind
-BERT's normalizer and pre-tokenizer (`BertTokenizer`), or a BPE model behind GPT-2's
-byte-level pre-tokenizer (`BytePairTokenizer`). Any other setting (a Unigram model, another
+BERT's normalizer and pre-tokenizer (`BertTokenizer`), a BPE model behind GPT-2's
+byte-level pre-tokenizer (`BytePairTokenizer`), or XLM-RoBERTa's Unigram model
+(`XlmRobertaTokenizer`, see `unigram_json`). Any other setting (another Unigram model, another
 normalizer or pre-tokenizer, a word-piece prefix other than `##`, a non-special added token;
 beside it, a `tokenizer_config.json` `strip_accents` or `tokenize_chinese_chars` that
 transformers would apply) is refused in one line naming the file and the setting, never
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from keras_bert_core.text.character_normalization import MAX_CHARS_PER_WORD
 from keras_bert_core.text.vocabulary.kinds import BYTE_PAIR, WORDPIECE, VocabularySource
+from keras_bert_core.text.vocabulary.unigram_json import read_xlm_roberta_json
 
 TOKENIZER_JSON = "tokenizer.json"
 
@@ -29,7 +31,9 @@ def read_tokenizer_json(path):
       normalizer;
     - `"BPE"` with a `ByteLevel` pre-tokenizer (GPT-2's regex, no prefix space) and no
       normalizer: byte-level BPE, `model.vocab` and `model.merges` (`"a b"` strings or
-      `[a, b]` pairs) as `vocab.json` and `merges.txt` hold them.
+      `[a, b]` pairs) as `vocab.json` and `merges.txt` hold them;
+    - `"Unigram"` laid out as XLM-RoBERTa's: the SentencePiece model it was converted from
+      (`unigram_json.read_xlm_roberta_json`).
 
     Raises:
         ValueError: the file is not valid JSON, has no tokenizer model, or any setting the
@@ -66,9 +70,7 @@ def read_tokenizer_json(path):
     if kind == "BPE":
         return _byte_pair(path, spec, model)
     if kind == "Unigram":
-        raise ValueError(f"{path}: a Unigram (SentencePiece) model is not read from "
-                         "tokenizer.json: keras_bert_core builds SentencePiece from its "
-                         "spiece.model file; put that file in the folder")
+        return read_xlm_roberta_json(path, spec, model)
     raise ValueError(f"{path}: model.type {kind!r} is not one keras_bert_core reads (WordPiece, "
                      "byte-level BPE)")
 

@@ -97,6 +97,15 @@ def _roberta_spec():
     return json.loads((ROBERTA / "tokenizer.json").read_text())
 
 
+def _albert_spec():
+    return json.loads((ROBERTA.parent / "albert" / "tokenizer.json").read_text())
+
+
+def _xlm_roberta_spec():
+    return json.loads((ROBERTA.parents[1] / "xlm_roberta" / "mlm" / "tokenizer.json")
+                      .read_text())
+
+
 def _set(spec, path, value):
     *parents, last = path.split(".")
     for key in parents:
@@ -106,7 +115,13 @@ def _set(spec, path, value):
 
 REFUSED = {
     "Unigram": (_wordpiece_spec, "model.type", "Unigram",
-                "a Unigram \\(SentencePiece\\) model is not read from tokenizer.json"),
+                "model.vocab of a Unigram model is not a list"),
+    "ALBERT's Unigram": (_albert_spec, "model.unk_id", 1,
+                         "a Unigram model that is not laid out as XLM-RoBERTa's"),
+    "XLM-R normalizer": (_xlm_roberta_spec, "normalizer", {"type": "NFKC"},
+                         "normalizer step .*NFKC"),
+    "XLM-R pre-tokenizer": (_xlm_roberta_spec, "pre_tokenizer", {"type": "Whitespace"},
+                            "pre_tokenizer .* with an XLM-RoBERTa Unigram model"),
     "WordLevel": (_wordpiece_spec, "model.type", "WordLevel", "model.type 'WordLevel'"),
     "prefix": (_wordpiece_spec, "model.continuing_subword_prefix", "@@",
                'model.continuing_subword_prefix is "@@"'),
