@@ -101,25 +101,10 @@ class XlmRobertaTokenizer(SentencePieceTokenizer):
         with tf.init_scope():
             self._to_fairseq = tf.constant(to_fairseq)
             self._to_model = tf.constant(to_model)
-        self._tokens = [*_FAIRSEQ_SPECIALS, *self._pieces[len(_MODEL_SPECIALS):], "<mask>"]
-        self._token_ids = {token: i for i, token in enumerate(self._tokens)}
-
-    def vocabulary_size(self):
-        self._check_vocabulary()
-        return len(self._tokens)
-
-    def token_to_id(self, token):
-        self._check_vocabulary()
-        if token not in self._token_ids:
-            raise KeyError(f"Token {token!r} is not in the SentencePiece model.")
-        return self._token_ids[token]
-
-    def id_to_token(self, token_id):
-        self._check_vocabulary()
-        token_id = int(token_id)
-        if not 0 <= token_id < len(self._tokens):
-            raise KeyError(f"Id {token_id} is outside the model's {len(self._tokens)} ids.")
-        return self._tokens[token_id]
+        # The Python-side lookups (`token_to_id`, `id_to_token`, `vocabulary_size`) read
+        # fairseq's dictionary.
+        self._pieces = [*_FAIRSEQ_SPECIALS, *self._pieces[len(_MODEL_SPECIALS):], "<mask>"]
+        self._piece_ids = {token: i for i, token in enumerate(self._pieces)}
 
     def _tokenize(self, text, with_offsets):
         ids, *offsets = super()._tokenize(text, with_offsets)
