@@ -177,3 +177,17 @@ def test_unsupported_deberta_configurations_are_named(tmp_path):
     with pytest.raises(CheckpointError, match="position_biased_input must be false.*"
                                               "share_att_key must be true"):
         load_checkpoint(folder)
+
+
+def test_preset_folder_round_trips_the_checkpoint_and_its_tokenizer(tmp_path):
+    encoder, preprocessor = kbc.from_preset(os.path.join(DATA, "mlm"))
+    assert type(preprocessor.tokenizer).__name__ == "DebertaTokenizer"
+    model = kbc.BertClassifier(encoder, num_classes=2, dropout=0.0)
+    folder = kbc.save_to_preset(model, preprocessor, tmp_path / "preset")
+    assert {"spm.model", "tokenizer_config.json"} <= set(os.listdir(folder))
+    restored, restored_preprocessor = kbc.from_preset(folder)
+    texts = ["Return the index of the first item.", "Café, naïve ''quotes''"]
+    features = restored_preprocessor(texts, static_shape=False)
+    np.testing.assert_array_equal(features["token_ids"],
+                                  preprocessor(texts, static_shape=False)["token_ids"])
+    np.testing.assert_allclose(restored(features), model(features), atol=1e-5)

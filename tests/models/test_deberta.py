@@ -3,6 +3,7 @@ round trips, its classification head (a GELU dense layer on the first token, the
 classes)."""
 
 import keras
+import numpy as np
 import pytest
 
 import keras_bert_core as kbc
@@ -43,3 +44,15 @@ def test_keras_file_round_trip(tmp_path):
 def test_the_classification_head_is_its_context_pooler():
     model = kbc.BertClassifier(deberta_encoder(), num_classes=3)
     assert model.head.hidden_activation == "gelu" and model.head.hidden is not None
+
+
+def test_lora_adapts_its_shared_query_and_key_projections_and_merges_back():
+    """LoRA on the query and key projections, which also project DeBERTa's relative
+    embeddings: merged into the kernels, the model computes what it did with adapters."""
+    model, x, y, _ = _case(CASES[1])  # the classifier
+    kbc.enable_lora(model, rank=2, targets=("query", "key"))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    model.fit(x, y, epochs=2, verbose=0)
+    adapted = model(x)
+    kbc.merge_lora(model)
+    np.testing.assert_allclose(model(x), adapted, atol=1e-5)
