@@ -23,6 +23,7 @@ _EXPORTS = {
     "PRESETS": "keras_bert_core.config",
     "BertEncoder": "keras_bert_core.models",
     "BertPretrainer": "keras_bert_core.models",
+    "ElectraPretrainer": "keras_bert_core.models",
     "BertClassifier": "keras_bert_core.models",
     "BertMultiLabelClassifier": "keras_bert_core.models",
     "BertSpanLabeler": "keras_bert_core.models",

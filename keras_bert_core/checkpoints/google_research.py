@@ -15,7 +15,6 @@ import numpy as np
 
 from keras_bert_core.checkpoints.readers import open_tf_checkpoint
 from keras_bert_core.checkpoints.weights import (
-    HEAD_GROUPS,
     Source,
     assign_checked,
     encoder_variables,
@@ -143,7 +142,7 @@ def save_google_research_checkpoint(encoder, directory, heads=None):
     import tensorflow as tf
 
     heads = dict(heads or {})
-    unknown = sorted(set(heads) - {name for names in HEAD_GROUPS.values() for name in names})
+    unknown = sorted(set(heads) - set(_HEADS))
     if unknown:
         raise ValueError(f"unknown head weight names {unknown}; expected names from "
                          f"{sorted(_HEADS)}")

@@ -1,9 +1,10 @@
-"""Hugging Face checkpoints of BERT, RoBERTa, XLM-RoBERTa, ALBERT, DistilBERT, ModernBERT and
-DeBERTa-v2/v3: `config.json` + `model.safetensors` (or its shards).
+"""Hugging Face checkpoints of BERT, RoBERTa, XLM-RoBERTa, ALBERT, DistilBERT, ModernBERT,
+DeBERTa-v2/v3 and ELECTRA: `config.json` + `model.safetensors` (or its shards).
 
 Base-model keys (`encoder.layer.0...`) and those of the pretraining, masked-LM and
 sequence-classification models (`bert.encoder...`, `cls.predictions...`, `roberta.`,
-`lm_head.`, `albert.`, `predictions.`, `distilbert.`, `vocab_transform.`...) load. PyTorch
+`lm_head.`, `albert.`, `predictions.`, `distilbert.`, `vocab_transform.`, `electra.`,
+`generator_predictions.`, `discriminator_predictions.`...) load. PyTorch
 pickles (`pytorch_model.bin`) are refused, never opened.
 """
 
@@ -15,6 +16,7 @@ import re
 import warnings
 
 from keras_bert_core.checkpoints import huggingface_deberta as deberta
+from keras_bert_core.checkpoints import huggingface_electra as electra
 from keras_bert_core.checkpoints import huggingface_modernbert as modernbert
 from keras_bert_core.checkpoints.readers import RenamedReader, SafetensorsReader
 from keras_bert_core.checkpoints.weights import (
@@ -76,6 +78,7 @@ _FAMILIES = {
                         r"transformer.layer.\1.output_layer_norm.")],
                    "mlm": ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"),
                    "nsp": None},
+    "electra": electra.FAMILY,
 }
 
 
@@ -97,6 +100,8 @@ def _head_sources(family, keys):
         "mlm/layer_norm/beta": Source(f"{norm}.bias"),
         "mlm/output_bias": Source(bias),
     }
+    if family == "electra":
+        sources.update(electra.RTD_SOURCES)
     if names["nsp"]:
         sources["nsp/kernel"] = Source(f"{names['nsp']}.weight", transpose=True)
         sources["nsp/bias"] = Source(f"{names['nsp']}.bias")
@@ -221,9 +226,9 @@ def _prefix(reader, family):
 
 
 def load(path, config=None):
-    """Load a Hugging Face BERT, RoBERTa, XLM-RoBERTa, ALBERT, DistilBERT, ModernBERT or
-    DeBERTa-v2/v3 checkpoint into a new `BertEncoder` (the family comes from `config.json`'s
-    `model_type`).
+    """Load a Hugging Face BERT, RoBERTa, XLM-RoBERTa, ALBERT, DistilBERT, ModernBERT,
+    DeBERTa-v2/v3 or ELECTRA (a discriminator's or a generator's encoder) checkpoint into a
+    new `BertEncoder` (the family comes from `config.json`'s `model_type`).
 
     Args:
         path: the checkpoint folder, or its `.safetensors` file (with `config.json` beside).
@@ -260,7 +265,8 @@ def load(path, config=None):
 
 def read_heads(path):
     """The masked-LM and sentence (BERT's next-sentence, ALBERT's sentence-order) head
-    weights of a pretraining or masked-LM checkpoint, or `None`."""
+    weights of a pretraining or masked-LM checkpoint (ELECTRA: the generator's masked-LM
+    head, the discriminator's replaced-token head), or `None`."""
     config_file, reader = _open(path)
     return read_head_groups(reader, _head_sources(_read_config(config_file).family,
                                                   reader.shapes))

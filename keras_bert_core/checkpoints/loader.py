@@ -7,6 +7,7 @@ import warnings
 
 from keras_bert_core.checkpoints import (
     google_research,
+    google_research_electra,
     huggingface,
     keras_file,
     keras_hub,
@@ -19,17 +20,19 @@ from keras_bert_core.errors import CheckpointError
 from keras_bert_core.models.pretrainer import BertPretrainer
 
 FORMATS = ("keras", "keras_hub", "huggingface", "sentence_transformers", "google_research",
-           "model_garden")
+           "google_research_electra", "model_garden")
 _MODULES = {"keras_hub": keras_hub, "huggingface": huggingface,
-            "google_research": google_research, "model_garden": model_garden}
-_HEAD_FORMATS = ("huggingface", "google_research")
+            "google_research": google_research,
+            "google_research_electra": google_research_electra, "model_garden": model_garden}
+_HEAD_FORMATS = ("huggingface", "google_research", "google_research_electra")
 _LOOKED_FOR = (
     "a .keras file or a preset folder (preset.json + model.keras); a keras-hub BertBackbone "
     "preset folder (config.json + model.weights.h5); "
     "a sentence-transformers folder (modules.json); "
     "a Hugging Face folder (config.json + model.safetensors) or .safetensors file; a "
     "TensorFlow checkpoint prefix, .index file or folder: google-research (bert_model.ckpt.* "
-    "+ bert_config.json) or Model Garden TF2 (tf.train.Checkpoint)")
+    "+ bert_config.json; ELECTRA's electra/ and generator/ scopes) or Model Garden TF2 "
+    "(tf.train.Checkpoint)")
 
 
 def detect_format(path):
@@ -53,6 +56,8 @@ def detect_format(path):
     reader = TFCheckpointReader(prefix)
     if google_research.matches(reader):
         return "google_research"
+    if google_research_electra.matches(reader):
+        return "google_research_electra"
     if model_garden.matches(reader):
         return "model_garden"
     raise CheckpointError(
@@ -64,11 +69,12 @@ def load_checkpoint(path, config=None):
     """Load a pretrained BERT from any supported format into a new `BertEncoder`.
 
     Formats (auto-detected, see `detect_format`): Hugging Face safetensors (a
-    sentence-transformers folder gives its Transformer's encoder), google-research
-    TF1 checkpoints, TF Model Garden TF2 checkpoints, keras-hub `BertBackbone` presets and
-    `.keras` files (a `BertEncoder`, or a task model holding one), our preset folders
-    included (`save_to_preset`; `from_preset` loads their vocabulary and head too). Weights
-    are checked by name and shape before any is assigned; a mismatch raises one
+    sentence-transformers folder gives its Transformer's encoder), google-research TF1
+    checkpoints (BERT, ALBERT, and ELECTRA's, which give their discriminator), TF Model
+    Garden TF2 checkpoints, keras-hub `BertBackbone` presets and `.keras` files (a
+    `BertEncoder`, or a task model holding one), our preset folders included
+    (`save_to_preset`; `from_preset` loads their vocabulary and head too). Weights are
+    checked by name and shape before any is assigned; a mismatch raises one
     `CheckpointMismatchError` listing every missing, unexpected and mis-shaped weight.
 
     Args:
@@ -108,14 +114,16 @@ def load_checkpoint(path, config=None):
 def read_pretraining_head_weights(path):
     """The masked-LM and next-sentence head weights of a pretraining checkpoint.
 
-    Reads Hugging Face `BertForPreTraining` / `BertForMaskedLM` safetensors and
-    google-research checkpoints.
+    Reads Hugging Face `BertForPreTraining` / `BertForMaskedLM` safetensors (and the other
+    families' heads) and google-research checkpoints.
 
     Returns:
         `None` when the checkpoint holds no head, else a dict of float32 numpy arrays in
         Keras layout: `mlm/transform/kernel`, `mlm/transform/bias`, `mlm/layer_norm/gamma`,
         `mlm/layer_norm/beta`, `mlm/output_bias` (the MLM head, when present) and
-        `nsp/kernel` `[hidden, 2]`, `nsp/bias` (the NSP head, when present).
+        `nsp/kernel` `[hidden, 2]`, `nsp/bias` (the NSP head, when present); ELECTRA's
+        discriminators give `rtd/dense/kernel`, `rtd/dense/bias`, `rtd/output/kernel`
+        `[hidden, 1]`, `rtd/output/bias` (its replaced-token head) instead.
     """
     path = os.fspath(path)
     fmt = detect_format(path)

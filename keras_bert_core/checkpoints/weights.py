@@ -182,6 +182,8 @@ HEAD_GROUPS = {
     "mlm": ("mlm/transform/kernel", "mlm/transform/bias", "mlm/layer_norm/gamma",
             "mlm/layer_norm/beta", "mlm/output_bias"),
     "nsp": ("nsp/kernel", "nsp/bias"),
+    # ELECTRA's discriminator: which tokens were replaced.
+    "rtd": ("rtd/dense/kernel", "rtd/dense/bias", "rtd/output/kernel", "rtd/output/bias"),
 }
 
 

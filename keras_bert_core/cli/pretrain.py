@@ -1,6 +1,7 @@
-"""`kbc pretrain`: masked-LM + next-sentence, masked-LM + sentence-order (ALBERT), or
-masked-LM only pretraining from raw text or TFRecords; masked-LM only on packed rows of short
-documents (`--pack`); or writing a text corpus's rows as TFRecords (`--write-tfrecords`)."""
+"""`kbc pretrain`: masked-LM + next-sentence, masked-LM + sentence-order (ALBERT),
+masked-LM only, or ELECTRA's replaced-token detection (`--objective electra`) pretraining
+from raw text or TFRecords; masked-LM only on packed rows of short documents (`--pack`); or
+writing a text corpus's rows as TFRecords (`--write-tfrecords`)."""
 
 import os
 
@@ -27,6 +28,12 @@ from keras_bert_core.cli.options import (
     add_vocab_options,
     positive_int,
     rate,
+)
+from keras_bert_core.cli.pretrain_objective import (
+    add_objective_arguments,
+    check_objective,
+    make_pretrainer,
+    summary,
 )
 from keras_bert_core.cli.pretrain_records import (
     check_records_vocabulary,
@@ -101,6 +108,7 @@ def add_arguments(parser):
     tfrecords.add_argument("--dupe-factor", type=positive_int, default=1, metavar="N",
                            help="--write-tfrecords: passes over the corpus, each cutting "
                                 "other pairs")
+    add_objective_arguments(parser)
     add_model_options(parser)
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="continue pretraining these weights (any supported format, "
@@ -118,7 +126,7 @@ def add_arguments(parser):
 # The pair task each family pretrains with: the default for a new model of that family.
 FAMILY_PAIR_TASKS = {"bert": "next_sentence", "albert": "sentence_order", "roberta": "none",
                      "distilbert": "none", "modernbert": "none", "deberta": "none",
-                     "xlm-roberta": "none"}
+                     "xlm-roberta": "none", "electra": "none"}
 
 
 def resolve_pair_task(args, family=None):
@@ -291,10 +299,9 @@ def train(run, model, dataset, epochs, steps_per_epoch, checkpoint_every=1, back
 
 
 def run(args):
-    from keras_bert_core.checkpoints import load_head_weights, load_pretrainer
+    from keras_bert_core.checkpoints import load_pretrainer
     from keras_bert_core.config import BertConfig
     from keras_bert_core.models import BertEncoder
-    from keras_bert_core.models.pretrainer import BertPretrainer
 
     if args.resume:
         # Runs saved before --no-next-sentence existed had the next-sentence head.
@@ -302,6 +309,7 @@ def run(args):
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     check_packing(args)
+    check_objective(args)
     if is_tfrecords(args.inputs):
         resolve_records_options(args)
     elif args.seq_length is None:
@@ -341,6 +349,7 @@ def run(args):
                                    args.batch_size, max_predictions, args.whole_word_masking,
                                    args.seed, args.pair_task, args.max_ngram, args.mask_rate)
     with training_scope(training, strategy):
+        loaded = None
         if args.resume:
             encoder = BertEncoder(BertConfig.from_dict(saved["model_config"]))
             source = run_dir.path
@@ -353,12 +362,7 @@ def run(args):
         else:
             encoder, source = build_encoder(options, preprocessor, vocab_path)
         check_pair_task(encoder.config, args.pair_task, source)
-        pretrainer = BertPretrainer(encoder, next_sentence=args.next_sentence)
-        if args.checkpoint:  # (None when resuming)
-            # A next-sentence head continuing a masked-LM-only checkpoint has none.
-            missing = load_head_weights(pretrainer, loaded.get_head_weights())
-            if missing:
-                say(f"{source}: no pretrained weights for {missing}; they start from scratch")
+        pretrainer = make_pretrainer(args, encoder, loaded, source)
         compile_for_training(pretrainer, training, args.epochs * args.steps_per_epoch)
     if not args.resume:
         run_dir = RunDirectory.create(run_dir.path, args.overwrite, strategy, inputs)
@@ -367,6 +371,5 @@ def run(args):
     metrics = train(run_dir, pretrainer, dataset, args.epochs, args.steps_per_epoch,
                     args.checkpoint_every, args.backup_every)
     if run_dir.chief:  # which logs the metrics
-        say(f"pretrained {run_dir.path}: loss {metrics.get('loss', float('nan')):.3f}, "
-            f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.3f}")
+        say(f"pretrained {run_dir.path}: {summary(metrics)}")
     print(run_dir.path)

@@ -9,14 +9,16 @@ from keras_bert_core.families import (
     bert,
     deberta,
     distilbert,
+    electra,
     modernbert,
     roberta,
     xlm_roberta,
 )
 
-_MEMBERS = (bert, roberta, albert, distilbert, modernbert, deberta, xlm_roberta)
+_MEMBERS = (bert, roberta, albert, distilbert, modernbert, deberta, xlm_roberta, electra)
 
-FAMILIES = ("bert", "roberta", "albert", "distilbert", "modernbert", "deberta", "xlm-roberta")
+FAMILIES = ("bert", "roberta", "albert", "distilbert", "modernbert", "deberta", "xlm-roberta",
+            "electra")
 # Members with RoBERTa's architecture and weight names.
 ROBERTA_ARCHITECTURE = ("roberta", "xlm-roberta")
 PRESETS = {name: values for member in _MEMBERS for name, values in member.PRESETS.items()}

@@ -119,6 +119,14 @@ class BertEmbeddings(keras.layers.Layer):
         return _sinusoidal(position_ids + offset, self.table_size, self.compute_dtype)
 
     def call(self, token_ids, segment_ids, position_ids=None, training=None):
+        x = self.embed_tables(token_ids, segment_ids, position_ids, training)
+        if self.projection is not None:
+            x = self.projection(x)
+        return x
+
+    def embed_tables(self, token_ids, segment_ids, position_ids=None, training=None):
+        """The normalized sum of the tables, `[batch, seq, table_size]`: `call` without the
+        projection (which `SharedEmbeddings` replaces with its own)."""
         x = self._lookup(self.word_embeddings, token_ids)
         if self.position_embedding not in ("rotary", "relative"):
             seq_length = ops.shape(token_ids)[1]
@@ -129,10 +137,7 @@ class BertEmbeddings(keras.layers.Layer):
                 ops.one_hot(segment_ids, self.type_vocab_size, dtype=self.compute_dtype),
                 ops.cast(self.token_type_embeddings, self.compute_dtype))
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
-        x = self.dropout_layer(x, training=training)
-        if self.projection is not None:
-            x = self.projection(x)
-        return x
+        return self.dropout_layer(x, training=training)
 
     def compute_output_shape(self, token_ids_shape, *args, **kwargs):
         return (*token_ids_shape, self.hidden_size)
@@ -153,6 +158,87 @@ class BertEmbeddings(keras.layers.Layer):
             "position_offset": self.position_offset,
             "use_bias": self.use_bias,
         }
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_core")
+class SharedEmbeddings(keras.layers.Layer):
+    """Another encoder's embedding tables (and their LayerNorm), projected to this encoder's
+    width: ELECTRA's generator embeds with its discriminator's tables, so both train them.
+
+    Args:
+        embeddings: the `BertEmbeddings` whose tables are read (not copied).
+        hidden_size: this encoder's width; a dense projection from the tables' width
+            follows unless they are as wide.
+        initializer_range: stddev of the projection's truncated-normal initializer.
+
+    Call arguments and output: as `BertEmbeddings`'. It exposes the shared layer's
+    `word_embeddings`, `token_type_embeddings`, `position_embeddings` and `layer_norm`, and
+    its own `projection`, so `encoder_variables` names them as any encoder's.
+
+    Example:
+    >>> import numpy as np
+    >>> tables = BertEmbeddings(vocab_size=100, hidden_size=32, embedding_size=16)
+    >>> shared = SharedEmbeddings(tables, hidden_size=8)
+    >>> ids = np.array([[2, 5, 7, 3]], "int32")
+    >>> tuple(shared(ids, np.zeros_like(ids)).shape)
+    (1, 4, 8)
+    >>> shared.word_embeddings is tables.word_embeddings
+    True
+    """
+
+    def __init__(self, embeddings, hidden_size, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.embeddings = embeddings
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.projection = None
+        if embeddings.table_size != hidden_size:
+            self.projection = FlatDense(
+                hidden_size, kernel_initializer=_truncated_normal(initializer_range),
+                dtype=self.dtype_policy, name="projection")
+
+    def build(self, input_shape=None):
+        if not self.embeddings.built:
+            self.embeddings.build()
+        if self.projection is not None:
+            self.projection.build((None, None, self.embeddings.table_size))
+        self.built = True
+
+    @property
+    def word_embeddings(self):
+        return self.embeddings.word_embeddings
+
+    @property
+    def token_type_embeddings(self):
+        return self.embeddings.token_type_embeddings
+
+    @property
+    def position_embeddings(self):
+        return self.embeddings.position_embeddings
+
+    @property
+    def layer_norm(self):
+        return self.embeddings.layer_norm
+
+    def call(self, token_ids, segment_ids, position_ids=None, training=None):
+        x = self.embeddings.embed_tables(token_ids, segment_ids, position_ids, training)
+        return x if self.projection is None else self.projection(x)
+
+    def compute_output_shape(self, token_ids_shape, *args, **kwargs):
+        return (*token_ids_shape, self.hidden_size)
+
+    def get_config(self):
+        return {**super().get_config(),
+                "embeddings": keras.saving.serialize_keras_object(self.embeddings),
+                "hidden_size": self.hidden_size, "initializer_range": self.initializer_range}
+
+    @classmethod
+    def from_config(cls, config):
+        # Standalone, it owns a fresh copy of the tables; the ELECTRA pretrainer rebuilds
+        # the tie.
+        config = dict(config)
+        embeddings = keras.saving.deserialize_keras_object(config.pop("embeddings"))
+        return cls(embeddings, **config)
 
 
 def document_positions(padding_mask):

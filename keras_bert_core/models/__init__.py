@@ -8,6 +8,7 @@ from keras_bert_core.models.distillation import (
     distillation_kl,
     make_distilbert_student,
 )
+from keras_bert_core.models.electra_pretrainer import ElectraPretrainer, generator_config
 from keras_bert_core.models.embedder import BertEmbedder
 from keras_bert_core.models.embedding_losses import (
     ContrastiveLoss,
@@ -33,7 +34,8 @@ from keras_bert_core.models.token_classifier import BertTokenClassifier
 
 __all__ = ["BertEncoder", "BertEmbedder", "BertClassifier", "BertMultiLabelClassifier",
            "BertMultipleChoice",
-           "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
+           "BertPretrainer", "ElectraPretrainer", "generator_config",
+           "BertSpanLabeler", "BertTokenClassifier", "TaskModel", "Distiller",
            "EmbeddingDistiller", "check_vocabularies", "distillation_kl",
            "make_distilbert_student",
            "enable_lora", "save_lora_weights", "load_lora_weights", "merge_lora",

@@ -86,6 +86,9 @@ class BertEncoder(keras.Model):
             them (gradient checkpointing): less memory for some extra compute.
         dtype: dtype policy for the whole network, e.g. `"mixed_bfloat16"`; `None` takes the
             global policy.
+        embeddings: a layer to embed with instead of its own `BertEmbeddings` (ELECTRA's
+            generator reads its discriminator's tables through a `SharedEmbeddings`). Not
+            saved in its config: the model holding both encoders rebuilds the link.
 
     Inputs: a dict of int32 `[batch, seq]` tensors `token_ids`, `segment_ids` and
     `padding_mask` (1 at real tokens, 0 at padding). Several documents packed into one row
@@ -108,11 +111,11 @@ class BertEncoder(keras.Model):
     """
 
     def __init__(self, config, output_encoder_outputs=False, one_hot_embeddings=False,
-                 remat=False, dtype=None, **kwargs):
+                 remat=False, dtype=None, embeddings=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         inputs = encoder_inputs()
-        embeddings = BertEmbeddings(
+        embeddings = embeddings if embeddings is not None else BertEmbeddings(
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,
             max_position_embeddings=config.max_position_embeddings,

@@ -27,6 +27,9 @@ PUBLISHED_PARAMETERS = {
     "albert_xlarge": 58_724_864,
     "albert_xxlarge": 222_595_584,
     "distilbert_base": 66_362_880,
+    "electra_small": 13_483_008,
+    "electra_base": 108_891_648,
+    "electra_large": 334_092_288,
 }
 FAMILIES = ["roberta", "albert", "distilbert", "modernbert"]
 SMALL = {"vocab_size": 100, "hidden_size": 32, "num_heads": 4, "intermediate_size": 64,

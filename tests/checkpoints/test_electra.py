@@ -1,0 +1,161 @@
+"""ELECTRA checkpoints: Hugging Face discriminator, generator and classifier folders, and
+google-research TF1 checkpoints, against transformers' PyTorch outputs.
+
+The fixtures are small random models saved by `transformers`, written by
+make_electra_fixtures.py (beside this file).
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+from safetensors.numpy import load_file
+
+import keras_bert_core as kbc
+from keras_bert_core.checkpoints import load_checkpoint, load_pretrainer
+from keras_bert_core.checkpoints.loader import read_pretraining_head_weights
+from keras_bert_core.layers import ClassificationHead
+from tests.models.test_families import PUBLISHED_PARAMETERS
+
+ELECTRA = os.path.join(os.path.dirname(__file__), "data", "electra")
+TOLERANCE = 1e-4
+
+
+def _reference(name):
+    return np.load(os.path.join(ELECTRA, name, "reference.npz"))
+
+
+def _inputs(reference):
+    return {"token_ids": reference["input_ids"].astype("int32"),
+            "segment_ids": reference["token_type_ids"].astype("int32"),
+            "padding_mask": reference["attention_mask"].astype("int32")}
+
+
+def _max_diff(actual, expected):
+    return float(np.abs(np.asarray(actual) - expected).max())
+
+
+def _detector(config, heads):
+    """The discriminator's replaced-token head with the checkpoint's weights."""
+    head = ClassificationHead(1, dropout=0.0, hidden_activation=config.hidden_act)
+    head.build((None, None, config.hidden_size))
+    for layer, name in ((head.hidden, "rtd/dense"), (head.dense, "rtd/output")):
+        layer.kernel.assign(heads[f"{name}/kernel"])
+        layer.bias.assign(heads[f"{name}/bias"])
+    return head
+
+
+def _check_discriminator(encoder, config, heads, reference):
+    outputs = encoder(_inputs(reference))
+    real = reference["attention_mask"].astype(bool)
+    sequence = np.asarray(outputs["sequence_output"])
+    assert _max_diff(sequence[real], reference["sequence_output"]) <= TOLERANCE
+    logits = np.asarray(_detector(config, heads)(sequence))[..., 0]
+    assert _max_diff(logits[real], reference["logits"][real]) <= TOLERANCE
+
+
+def test_discriminator_and_its_replaced_token_head_match_pytorch():
+    folder = os.path.join(ELECTRA, "discriminator")
+    encoder, config = load_checkpoint(folder)
+    assert (config.family, config.embedding_size, config.pooler) == ("electra", 16, False)
+    assert "pooled_output" not in encoder.output
+    _check_discriminator(encoder, config, read_pretraining_head_weights(folder),
+                         _reference("discriminator"))
+
+
+def test_generator_and_its_masked_lm_head_match_pytorch():
+    reference = _reference("generator")
+    pretrainer, config = load_pretrainer(os.path.join(ELECTRA, "generator"))
+    assert (config.hidden_size, config.embedding_size) == (24, 16)
+    encoded = np.asarray(pretrainer.encoder(_inputs(reference))["sequence_output"])
+    real = reference["attention_mask"].astype(bool)
+    assert _max_diff(encoded[real], reference["sequence_output"]) <= TOLERANCE
+    rows, columns = reference["mlm_positions"].T
+    logits = pretrainer.masked_lm(encoded[rows, columns][None])[0]
+    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+
+
+def test_the_classifier_head_is_electras_and_matches_pytorch():
+    folder = os.path.join(ELECTRA, "classifier")
+    encoder, config = load_checkpoint(folder)
+    model = kbc.BertClassifier(encoder, num_classes=3)
+    state = load_file(os.path.join(folder, "model.safetensors"))
+    # dense + GELU on the first token, then out_proj.
+    for layer, key in ((model.head.hidden, "classifier.dense"),
+                       (model.head.dense, "classifier.out_proj")):
+        layer.kernel.assign(state[f"{key}.weight"].T)
+        layer.bias.assign(state[f"{key}.bias"])
+    logits = model.predict(_inputs(_reference("classifier")), verbose=0)
+    assert _max_diff(logits, _reference("classifier")["logits"]) <= TOLERANCE
+
+
+# Hugging Face's rules (load_tf_weights_in_electra) that turn google-research/electra
+# variable names into its own: an independent account of the TF1 names.
+def _hf_name(tf1_name, part):
+    name = tf1_name
+    if part == "generator":
+        name = name.replace("electra/embeddings/", "generator/embeddings/")
+        name = name.replace("electra/", "discriminator/").replace("generator/", "electra/")
+    name = name.replace("dense_1", "dense_prediction")
+    name = name.replace("generator_predictions/output_bias", "generator_lm_head/bias")
+    name = name.replace("/gamma", "/weight").replace("/beta", "/bias")
+    name = re.sub(r"layer_(\d+)", r"layer/\1", name.replace("/kernel", "/weight"))
+    if name.endswith("_embeddings"):
+        name += "/weight"
+    return name.replace("/", ".")
+
+
+def test_google_research_tf1_checkpoint_matches_pytorch(tmp_path):
+    import tensorflow as tf
+
+    from keras_bert_core.checkpoints import encoder_variables, google_research_electra
+
+    tensors = {}
+    for part, scope in google_research_electra.SCOPES.items():
+        state = load_file(os.path.join(ELECTRA, part, "model.safetensors"))
+        encoder, _ = load_checkpoint(os.path.join(ELECTRA, part))
+        # (A reader with no keys: the generator reads the shared tables.)
+        source = google_research_electra._source_of(type("Reader", (), {"shapes": {}}), scope)
+        names = [source(name).key for name in encoder_variables(encoder)]
+        names += [s.key for s in google_research_electra._HEADS[part].values()]
+        for name in names:
+            value = state[_hf_name(name, part)]
+            tensors[name] = value.T if name.endswith("/kernel") else value
+    # The generator's tables are the discriminator's (the fixtures' differ: keep the latter).
+    discriminator = load_file(os.path.join(ELECTRA, "discriminator", "model.safetensors"))
+    for key in [k for k in tensors if k.startswith("electra/embeddings/")]:
+        tensors[key] = discriminator[_hf_name(key, "discriminator")]
+    prefix = str(tmp_path / "electra_small")
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=list(tensors),
+                      shape_and_slices=[""] * len(tensors),
+                      tensors=[tf.constant(v) for v in tensors.values()])
+    # No configuration beside it (as ELECTRA's releases): the sizes come from the shapes,
+    # with 64-wide heads; the fixture's 8-wide heads are given with config=.
+    inferred = google_research_electra.inferred_config(
+        google_research_electra.open_tf_checkpoint(prefix))
+    _, config = load_checkpoint(os.path.join(ELECTRA, "discriminator"))
+    assert inferred == kbc.BertConfig.from_dict({**config.to_dict(), "num_heads": 1,
+                                                 "initializer_range": 0.02})
+    encoder, loaded_config = load_checkpoint(prefix, config=config)
+    _check_discriminator(encoder, config, read_pretraining_head_weights(prefix),
+                         _reference("discriminator"))
+    # The generator reads the shared tables under electra/embeddings/.
+    _, generator_config = load_checkpoint(os.path.join(ELECTRA, "generator"))
+    generator, _ = google_research_electra.load(prefix, generator_config, part="generator")
+    heads = google_research_electra.read_heads(prefix, part="generator")
+    assert sorted(heads) == sorted(google_research_electra._HEADS["generator"])
+    np.testing.assert_array_equal(generator.embeddings.word_embeddings.numpy(),
+                                  encoder.embeddings.word_embeddings.numpy())
+
+
+def test_presets_have_transformers_parameter_counts():
+    with open(os.path.join(ELECTRA, "param_counts.json"), encoding="utf-8") as f:
+        published = json.load(f)
+    for name, entry in published.items():
+        ours, theirs = kbc.BertConfig.preset(name), kbc.BertConfig.from_dict(entry["config"])
+        for field in ("vocab_size", "hidden_size", "num_layers", "num_heads",
+                      "intermediate_size", "embedding_size", "pooler", "family", "hidden_act"):
+            assert getattr(theirs, field) == getattr(ours, field), (name, field)
+        # tests/models/test_families.py builds each preset and counts its parameters.
+        assert entry["num_parameters"] == PUBLISHED_PARAMETERS[name]
