@@ -252,7 +252,8 @@ trained with
         BERT paper); roberta_base, roberta_large; xlm_roberta_base, xlm_roberta_large;
         albert_base, albert_large, albert_xlarge, albert_xxlarge (ALBERT v2); distilbert_base;
         modernbert_base, modernbert_large; deberta_v3_xsmall, deberta_v3_small,
-        deberta_v3_base, deberta_v3_large."""
+        deberta_v3_base, deberta_v3_large; electra_small, electra_base, electra_large
+        (ELECTRA's discriminators)."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
