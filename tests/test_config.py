@@ -16,7 +16,8 @@ def test_presets_have_the_published_sizes():
                       "albert_xlarge", "albert_xxlarge", "distilbert_base",
                       "modernbert_base", "modernbert_large", "deberta_v3_xsmall",
                       "deberta_v3_small", "deberta_v3_base", "deberta_v3_large",
-                      "electra_small", "electra_base", "electra_large"}
+                      "electra_small", "electra_base", "electra_large", "xlm_roberta_base",
+                      "xlm_roberta_large"}
     assert set(PRESETS) == set(expected) | family_presets
 
 
