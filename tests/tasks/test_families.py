@@ -1,6 +1,6 @@
-"""Span QA and token tagging with RoBERTa's, XLM-RoBERTa's and ALBERT's tokenizers: the rows
-are packed as each family packs pairs, and answers and words come back from the text in any
-layout."""
+"""Span QA and token tagging with RoBERTa's, XLM-RoBERTa's, ALBERT's and DeBERTa's tokenizers: the
+rows are packed as each family packs pairs, and answers and words come back from the text in
+any layout."""
 
 import os
 
@@ -23,12 +23,13 @@ QUESTION = "Who finished the tower?"
 
 
 def _preprocessor(family):
-    folder = (os.path.join(FAMILIES, os.pardir, "xlm_roberta", "mlm")
-              if family == "xlm_roberta" else os.path.join(FAMILIES, family))
+    folder = (os.path.join(FAMILIES, os.pardir, family, "mlm")
+              if family in ("xlm_roberta", "deberta") else os.path.join(FAMILIES, family))
     return BertPreprocessor(folder, seq_length=64)
 
 
-@pytest.mark.parametrize("family", ["roberta", "albert", "distilbert", "xlm_roberta"])
+@pytest.mark.parametrize("family", ["roberta", "albert", "distilbert", "xlm_roberta",
+                                    "deberta"])
 def test_squad_rows_are_packed_as_the_family_packs_pairs(family):
     preprocessor = _preprocessor(family)
     answer_start = CONTEXT.index("Gustave Eiffel")
@@ -59,7 +60,8 @@ def test_squad_rows_are_packed_as_the_family_packs_pairs(family):
     assert answer.numpy()[0].decode().strip() == "Gustave Eiffel"
 
 
-@pytest.mark.parametrize("family", ["roberta", "albert", "distilbert", "xlm_roberta"])
+@pytest.mark.parametrize("family", ["roberta", "albert", "distilbert", "xlm_roberta",
+                                    "deberta"])
 def test_tagging_labels_and_serves_each_word_at_its_first_piece(family):
     preprocessor = _preprocessor(family)
     words = ["Gustave", "Eiffel", "finished", "the", "tower"]
