@@ -81,8 +81,8 @@ def test_finetune_from_a_family_checkpoint_learns_then_evaluates_and_predicts(
 
 
 def _check_exports(kbc, name, run_dir, texts, answers, tmp_path):
-    """The SavedModel answers raw text as the run did; ALBERT's .tflite file too, while
-    RoBERTa's takes ids (its BPE tokenizer has no TFLite ops)."""
+    """The SavedModel answers raw text as the run did; ALBERT's and DeBERTa's .tflite files
+    too, while RoBERTa's takes ids (its BPE tokenizer has no TFLite ops)."""
     output = tmp_path / "export"
     exported = kbc("export", run_dir, "--output", output)
     assert exported.code == 0, exported.err
@@ -98,7 +98,10 @@ def _check_exports(kbc, name, run_dir, texts, answers, tmp_path):
         assert served[1].code == 2 and "not text" in served[1].err
     else:
         assert served[1].code == 0, served[1].err
-        assert [a["label_name"] for a in json_lines(served[1].out)] == ["positive", "negative"]
+        on_device = json_lines(served[1].out)
+        assert [a["label_name"] for a in on_device] == ["positive", "negative"]
+        for answer, probabilities in zip(on_device, expected, strict=True):
+            assert answer["probabilities"] == pytest.approx(probabilities, abs=1e-4)
 
 
 @pytest.mark.parametrize("name", ["roberta", "albert", "distilbert", "deberta"])
