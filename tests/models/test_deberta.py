@@ -56,3 +56,17 @@ def test_lora_adapts_its_shared_query_and_key_projections_and_merges_back():
     adapted = model(x)
     kbc.merge_lora(model)
     np.testing.assert_allclose(model(x), adapted, atol=1e-5)
+
+
+def test_a_packed_row_computes_what_separate_rows_would():
+    """Relative positions within each packed document are those of its own row."""
+    encoder = deberta_encoder()
+    first, second = np.arange(10, 17, dtype="int32"), np.arange(30, 42, dtype="int32")
+    packed = np.concatenate([first, second])[None]
+    outputs = np.asarray(encoder({"token_ids": packed, "segment_ids": np.zeros_like(packed),
+                                  "padding_mask": np.repeat([[1, 2]], [7, 12], axis=1)
+                                  .astype("int32")})["sequence_output"])[0]
+    for ids, rows in ((first, slice(0, 7)), (second, slice(7, None))):
+        alone = encoder({"token_ids": ids[None], "segment_ids": np.zeros_like(ids[None]),
+                         "padding_mask": np.ones_like(ids[None])})["sequence_output"]
+        np.testing.assert_allclose(outputs[rows], np.asarray(alone)[0], atol=1e-5)

@@ -44,6 +44,9 @@ FAMILIES = {
     "albert": {"family": "albert", "embedding_size": 16, "num_layer_groups": 1},
     "distilbert": {"family": "distilbert", "type_vocab_size": 0, "pooler": False,
                    "classifier_activation": "relu"},
+    "deberta": {"family": "deberta", "type_vocab_size": 0, "pooler": False,
+                "classifier_activation": "gelu", "position_embedding": "relative",
+                "position_buckets": 4, "max_relative_positions": 16},
 }
 
 
@@ -58,7 +61,7 @@ def test_every_family_embeds_and_padding_changes_nothing(family):
     embedder = kbc.BertEmbedder(tiny(family, vocab_size=100), pooling=["mean", "max"],
                                 dense_layers=[{"units": 8, "activation": "relu"}])
     batch = encoder_batch(3, 10)
-    if family in ("roberta", "distilbert"):
+    if family in ("roberta", "distilbert", "deberta"):
         batch["segment_ids"] = np.zeros_like(batch["segment_ids"])
     vectors = np.asarray(embedder(batch))
     assert vectors.shape == (3, 8) and vectors.dtype == np.float32
