@@ -70,3 +70,19 @@ def test_a_packed_row_computes_what_separate_rows_would():
         alone = encoder({"token_ids": ids[None], "segment_ids": np.zeros_like(ids[None]),
                          "padding_mask": np.ones_like(ids[None])})["sequence_output"]
         np.testing.assert_allclose(outputs[rows], np.asarray(alone)[0], atol=1e-5)
+
+
+def test_a_deberta_teacher_distills_into_a_bert_student_with_every_loss():
+    """Hidden states and the last layer's (disentangled) attention probabilities too."""
+    teacher, x, y, _ = _case(CASES[1])
+    student = kbc.BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
+        "tiny", vocab_size=100, hidden_size=16, num_layers=1, num_heads=2,
+        intermediate_size=32, dropout=0.0, attention_dropout=0.0)),
+        num_classes=teacher.num_classes)
+    distiller = kbc.Distiller(teacher, student, hidden_weight=1.0, hidden_loss="cosine",
+                              attention_weight=1.0)
+    distiller.compile(optimizer=keras.optimizers.SGD(0.1))
+    history = distiller.fit(x, y, batch_size=len(y), epochs=3, verbose=0).history
+    for name in ("loss", "soft_loss", "hidden_loss", "attention_loss"):
+        assert np.all(np.isfinite(history[name])), name
+    assert history["attention_loss"][0] > 0 and history["loss"][-1] < history["loss"][0]
