@@ -2,6 +2,7 @@
 samples corrupting the text its discriminator reads."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from keras_bert_core.config import BertConfig
@@ -11,8 +12,7 @@ from keras_bert_core.layers.replaced_tokens import ReplacedTokenSampler
 from keras_bert_core.models.encoder import INPUT_NAMES, BertEncoder, encoder_inputs
 from keras_bert_core.models.metrics import TopLogitAccuracy
 from keras_bert_core.models.task import TaskModel
-
-_TARGET_INPUTS = ("masked_ids", "masked_weights")
+from keras_bert_core.models.text_inputs import arguments_by_name
 
 
 def generator_config(config, size):
@@ -33,6 +33,17 @@ def generator_config(config, size):
         "intermediate_size": max(1, round(config.intermediate_size * size)),
         "embedding_size": None if tables == hidden else tables, "pooler": False,
         "classifier_activation": config.classifier_activation or "gelu"})
+
+
+def _with_targets_as_inputs(x, y=None, sample_weight=None):
+    """`(x, y[, sample_weight])` with `x` also holding `masked_ids` and `masked_weights` (all
+    ones without weights), read from `y["mlm"]` and `sample_weight["mlm"]`."""
+    if isinstance(x, dict) and isinstance(y, dict) and "mlm" in y and "masked_ids" not in x:
+        weights = (sample_weight or {}).get("mlm")
+        if weights is None:
+            weights = ops.ones_like(y["mlm"], dtype="float32")
+        x = {**x, "masked_ids": y["mlm"], "masked_weights": weights}
+    return (x, y) if sample_weight is None else (x, y, sample_weight)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
@@ -149,22 +160,31 @@ class ElectraPretrainer(TaskModel):
                                                                       threshold=0.0)]},
         }
 
-    def train_step(self, data):
-        return super().train_step(self._with_targets_as_inputs(data))
+    def fit(self, *args, **kwargs):
+        arguments = arguments_by_name(keras.Model.fit, self, args, kwargs)
+        self._targets_as_inputs(arguments)
+        validation = arguments.get("validation_data")
+        if isinstance(validation, tf.data.Dataset):
+            arguments["validation_data"] = validation.map(_with_targets_as_inputs)
+        elif isinstance(validation, (tuple, list)):
+            arguments["validation_data"] = _with_targets_as_inputs(*validation)
+        return super().fit(**arguments)
 
-    def test_step(self, data):
-        return super().test_step(self._with_targets_as_inputs(data))
+    def evaluate(self, *args, **kwargs):
+        arguments = arguments_by_name(keras.Model.evaluate, self, args, kwargs)
+        self._targets_as_inputs(arguments)
+        return super().evaluate(**arguments)
 
     @staticmethod
-    def _with_targets_as_inputs(data):
-        """The masked-LM targets and weights also go in: the sampler compares with them."""
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-        if isinstance(y, dict) and "mlm" in y and "masked_ids" not in x:
-            weights = (sample_weight or {}).get("mlm")
-            if weights is None:
-                weights = ops.ones_like(y["mlm"], dtype="float32")
-            x = {**x, "masked_ids": y["mlm"], "masked_weights": weights}
-        return x, y, sample_weight
+    def _targets_as_inputs(arguments):
+        """The masked-LM targets and weights also go in (the sampler compares with them),
+        in the data itself: Keras builds a distributed model from its batches."""
+        x = arguments.get("x")
+        if isinstance(x, tf.data.Dataset):
+            arguments["x"] = x.map(_with_targets_as_inputs)
+        elif isinstance(x, dict):
+            arguments["x"] = _with_targets_as_inputs(
+                x, arguments.get("y"), arguments.get("sample_weight"))[0]
 
     def _prepare_targets(self, x, y, y_pred, sample_weight):
         # The discriminator's targets are made in the model (which tokens the samples
