@@ -97,6 +97,23 @@ def test_the_tokenizer_gives_hf_ids_on_multilingual_text(tflite_compatible):
     assert sum(3 in row for row in ids) > 0  # unknown characters among them
 
 
+def test_both_pipelines_place_the_pieces_alike():
+    # The TFLite pipeline's offsets (span QA and tagging in a .tflite file) replay the
+    # model's normalizer on raw text; the default pipeline's come from tf.text's op.
+    texts = _hf_ids()[0][::3]
+    default = kbc.XlmRobertaTokenizer(os.path.join(XLM_ROBERTA, "sentencepiece.bpe.model"))
+    tflite = kbc.XlmRobertaTokenizer(default.model, tflite_compatible=True)
+    expected = [x.to_list() for x in default.tokenize_with_offsets(texts)]
+    assert [x.to_list() for x in tflite.tokenize_with_offsets(texts)] == expected
+    # In order, inside the text (a character the normalizer expands, e.g. "½", is the first
+    # of its pieces' span: the others are empty).
+    _, starts, ends = expected
+    for text, begins, finishes in zip(texts, starts, ends, strict=True):
+        assert all(0 <= b <= e <= len(text.encode()) for b, e in zip(begins, finishes,
+                                                                       strict=True))
+        assert finishes == sorted(finishes)
+
+
 def test_a_folder_with_tokenizer_json_alone_gives_the_same_ids(tmp_path):
     # As transformers 5 saves XLM-R: tokenizer.json, no sentencepiece.bpe.model.
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):

@@ -119,10 +119,13 @@ def normalizer_tables(model, albert_settings, nul_stand_in):
         return spellings.setdefault(classes(text), len(spellings))
 
     rules = charsmap_rules(proto.normalizer_spec.precompiled_charsmap)
-    allowed = (albert_output_chars(*albert_settings) if albert_settings is not None
-               else set(range(NUM_CODE_POINTS)))
-    # The text as the fast op sees it: NUL is spelled as the stand-in.
-    allowed = (allowed - {0}) | {nul_stand_in}
+    # The characters the fast op can see: NUL is spelled as the stand-in.
+    if albert_settings is None:  # raw text: any character
+
+        def possible(key):
+            return 0 not in key
+    else:
+        possible = ((albert_output_chars(*albert_settings) - {0}) | {nul_stand_in}).issuperset
     # A character without a rule of its own is copied: one character of its class.
     own_class = np.full(NUM_CODE_POINTS, UNKNOWN_BIT, np.int64)
     own_class[[ord(c) for c in singles]] = 0
@@ -134,7 +137,7 @@ def normalizer_tables(model, albert_settings, nul_stand_in):
     for key, output in rules.items():
         if len(key) == 1:
             spelling[key[0]] = spelling_of(output)
-    longer = sorted(key for key in rules if len(key) > 1 and allowed.issuperset(key))
+    longer = sorted(key for key in rules if len(key) > 1 and possible(key))
     firsts = sorted({key[0] for key in longer})
     first = np.zeros(NUM_CODE_POINTS, np.int64)
     first[firsts] = np.arange(1, len(firsts) + 1)
