@@ -1,11 +1,16 @@
 """DeBERTa's disentangled self-attention: content and relative position attend to each
 other."""
 
+import math
+
 import keras
 from keras import ops
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
-from keras_bert_core.layers.relative_positions import relative_position_buckets
+from keras_bert_core.layers.relative_positions import (
+    log_bucket_positions,
+    relative_position_buckets,
+)
 
 # Content-to-content, content-to-position and position-to-content: the scores scale by
 # sqrt(head_size * 3).
@@ -81,18 +86,21 @@ class DisentangledSelfAttention(MultiHeadSelfAttention):
         key = self._heads(self.key, context_rows, key_heads)
         value = self._heads(self.value, context_rows, key_heads)
 
-        # The positions' keys and (scaled) queries: [heads, 2 * buckets, head_size].
-        table = self.position_dropout_layer(relative_embeddings, training=training)
-        table_heads = (1, 2 * self.buckets, self.num_heads, self.head_size)
+        # The positions' keys and (scaled) queries, of the rows the keys' distances reach:
+        # [heads, rows, head_size].
+        first, rows = self._reached_rows(keys)
+        table = self.position_dropout_layer(
+            ops.slice(relative_embeddings, (first, 0), (rows, width)), training=training)
+        table_heads = (1, rows, self.num_heads, self.head_size)
         position_key = self._heads(self.key, table, table_heads)[0]
         position_query = self._heads(self.query, table, table_heads)[0] * scale
 
         if query_position_ids is None:
             query_position_ids = position_ids
-        # Row of each (query, key) pair's bucket in the table: [batch, 1, queries, keys].
+        # Row of each (query, key) pair's bucket in those rows: [batch, 1, queries, keys].
         index = ops.clip(relative_position_buckets(
             query_position_ids, position_ids, self.buckets, self.max_relative_positions)
-            + self.buckets, 0, 2 * self.buckets - 1)
+            + self.buckets, 0, 2 * self.buckets - 1) - first
         index = ops.expand_dims(index, 1)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         # Content to position: each query against every bucket, then its pairs' buckets.
@@ -115,6 +123,23 @@ class DisentangledSelfAttention(MultiHeadSelfAttention):
             return outputs, float_probs
         return outputs
 
+    def _reached_rows(self, keys):
+        """`(first, rows)`: the rows of the relative table that `keys` tokens reach (the
+        buckets up to their longest distance's, and one more each side for a float
+        rounding), so that short sequences project and score those alone (the whole table
+        holds 2 * buckets rows). Python ints where the length is static (XLA needs them),
+        else tensors."""
+        if isinstance(keys, int):
+            reach = _bucket(max(keys - 1, 0), self.buckets, self.max_relative_positions) + 1
+            reach = min(reach, self.buckets)
+            first = self.buckets - reach
+            return first, min(self.buckets + reach, 2 * self.buckets - 1) - first + 1
+        reach = ops.minimum(log_bucket_positions(
+            ops.maximum(keys - 1, 0), self.buckets, self.max_relative_positions) + 1,
+            self.buckets)
+        first = self.buckets - reach
+        return first, ops.minimum(self.buckets + reach, 2 * self.buckets - 1) - first + 1
+
     def compute_output_spec(self, x, bias, context=None, training=None,
                             return_attention=False, relative_embeddings=None,
                             position_ids=None, query_position_ids=None):
@@ -124,6 +149,16 @@ class DisentangledSelfAttention(MultiHeadSelfAttention):
         return {**super().get_config(), "buckets": self.buckets,
                 "max_relative_positions": self.max_relative_positions,
                 "position_dropout": self.position_dropout}
+
+
+def _bucket(distance, buckets, max_distance):
+    """`log_bucket_positions` of a non-negative Python int, in float64 (it may differ by
+    one from the float32 bucket: `_reached_rows` reaches one row further)."""
+    mid = buckets // 2
+    if distance <= mid:
+        return distance
+    return math.ceil(math.log(distance / mid) / math.log((max_distance - 1) / mid)
+                     * (mid - 1)) + mid
 
 
 def _take_buckets(scores, index):
