@@ -31,6 +31,8 @@ class BertTokenClassifier(TaskModel):
     Inputs: a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]`; with
     a preprocessor also texts, whose logits index the tokens of `preprocessor(texts)`
     (`[n, seq_length, num_classes]`; `tasks.token_classification` maps them to words).
+    With a `kbc.LongTextPreprocessor` it tags each window's rows, and its task and exports
+    tag long texts whole (each word from its most central window); text in is refused.
 
     Outputs: float32 logits `[batch, seq, num_classes]`. `fit` takes int labels
     `[batch, seq]`.
@@ -64,6 +66,16 @@ class BertTokenClassifier(TaskModel):
         self.dropout = dropout
         self.head = head
         self.compile()
+
+    def _check_text(self, text):
+        super()._check_text(text)
+        if hasattr(self.preprocessor, "max_windows"):  # a `LongTextPreprocessor`
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r} reads long texts as windows, whose "
+                "tags join by position: answer them with its task "
+                "(keras_bert_core.tasks.fine_tuning.task_of(model).predict) or its exports; "
+                "predict takes the rows of its windows as token_ids, segment_ids, "
+                "padding_mask")
 
     def default_compile_args(self):
         return {

@@ -99,6 +99,7 @@ def from_preset(path, *, seq_length=None, lower_case=None):
         raise
     except ValueError as e:
         raise CheckpointError(str(e)) from None
+    preprocessor = _windowed_as_its_own(model, preprocessor)
     return _with_preprocessor(model, preprocessor), preprocessor
 
 
@@ -239,6 +240,28 @@ def _preprocessor(vocabulary, seq_length, lower_case, source):
         message = str(e)
         raise CheckpointError(message if source in message else f"{source}: {message}") \
             from None
+
+
+def _windowed_as_its_own(model, preprocessor):
+    """`preprocessor`, in windows (`LongTextPreprocessor`) for a model that reads long
+    texts as windows: as its own preprocessor's, else as its task settings say (a preset
+    keeps them), else a classifier's that joins windows gets the default windows."""
+    from keras_bert_core.text import LongTextPreprocessor
+
+    own = getattr(model, "preprocessor", None)
+    settings = getattr(model, "task_settings", None) or {}
+    if isinstance(preprocessor, LongTextPreprocessor):
+        return preprocessor
+    if isinstance(own, LongTextPreprocessor):
+        windows = {"stride": own.stride, "max_windows": own.max_windows}
+    elif settings.get("long_texts") == "windows":
+        windows = {name: settings[name] for name in ("stride", "max_windows")
+                   if name in settings}
+    elif getattr(model, "window_aggregation", None) is not None:
+        windows = {}
+    else:
+        return preprocessor
+    return LongTextPreprocessor.from_preprocessor(preprocessor, **windows)
 
 
 def _with_preprocessor(model, preprocessor):

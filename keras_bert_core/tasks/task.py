@@ -113,7 +113,11 @@ class Task:
         return self.settings.get("window_aggregation", "mean")
 
     def model_arguments(self, preprocessor):
-        """What every task model is built with besides its encoder and head."""
+        """What every task model is built with besides its encoder and head; the settings
+        of a long-text preprocessor's windows are the preprocessor's (a preset keeps them)."""
+        if isinstance(preprocessor, LongTextPreprocessor):
+            self.settings.update(long_texts="windows", stride=preprocessor.stride,
+                                 max_windows=preprocessor.max_windows)
         return {"preprocessor": preprocessor, "task_settings": dict(self.settings)}
 
     def dataset(self, data, preprocessor, batch_size, training=False, seed=None):

@@ -20,6 +20,7 @@ CASES = {
     "export_and_serve.py": (["--output", "{tmp}"], "max |SavedModel - Keras|"),
     "tflite_inference.py": (["--output", "{tmp}/model.tflite"], "Keras says"),
     "semantic_search.py": ([], "top match 1: "),
+    "long_documents.py": ([], "the SavedModel says"),
 }
 
 

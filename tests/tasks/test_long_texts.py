@@ -159,7 +159,8 @@ def _serve(export, tflite, text):
                 text=np.array([text], dtype=object)).items()})
 
 
-def test_a_text_of_five_windows_gets_one_class_from_keras_and_both_exports(long_text_exports):
+def test_a_text_of_five_windows_gets_one_class_from_keras_and_both_exports(long_text_exports,
+                                                                          tmp_path):
     preprocessor, exports = long_text_exports
     model, task, export, tflite = exports["classifier"]
     text = _text(40, seed=1)
@@ -170,6 +171,12 @@ def test_a_text_of_five_windows_gets_one_class_from_keras_and_both_exports(long_
     for outputs in (served, phone):
         np.testing.assert_allclose(outputs["logits"], logits, atol=1e-4)
         assert outputs["label_name"].decode() == answer["label"]
+    # A preset of it reads long texts as windows too.
+    folder = tmp_path / "preset"
+    kbc.save_to_preset(model, preprocessor, folder, label_names=task.settings["label_names"])
+    loaded, loaded_preprocessor = kbc.from_preset(folder)
+    assert loaded_preprocessor.max_windows == MAX_WINDOWS
+    np.testing.assert_allclose(loaded.predict([text], verbose=0)[0], logits, atol=1e-5)
 
 
 def test_a_text_of_five_windows_gets_one_label_set_from_keras_and_both_exports(
@@ -200,3 +207,5 @@ def test_a_tagger_finds_an_entity_only_in_the_last_window(long_text_exports):
         names = [name.decode() for name in outputs["word_tag_names"][:len(words)]]
         assert names == expected
     assert [word.decode() for word in served["words"][:len(words)]] == words
+    with pytest.raises(ValueError, match="reads long texts as windows"):
+        model.predict([text], verbose=0)
