@@ -2,6 +2,6 @@
 
 
 def bert_size(layers, hidden):
-    """`layers` blocks `hidden` wide, 64-wide heads and a 4x feed-forward."""
+    """`layers` blocks `hidden` wide, heads 64 wide, a feed-forward four times as wide."""
     return {"num_layers": layers, "hidden_size": hidden, "num_heads": hidden // 64,
             "intermediate_size": 4 * hidden}
