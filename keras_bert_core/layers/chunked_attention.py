@@ -1,14 +1,16 @@
 """Dot-product attention that never holds a full length x length score matrix: global
 attention in query chunks, sliding-window (local) attention in key bands."""
 
+import tensorflow as tf
 from keras import ops
 
 from keras_bert_core.errors import ConfigError
 from keras_bert_core.layers.attention_masks import MASK_PENALTY, allowed_keys
 
 # Queries per chunk of global attention: a chunk's scores are [batch, heads, chunk, length]
-# float32 (bench/local_attention.py measures the memory this bounds).
-DEFAULT_CHUNK_SIZE = 512
+# float32 (bench/local_attention.py and bench/modernbert_encoder.py measure the memory this
+# bounds).
+DEFAULT_CHUNK_SIZE = 256
 
 
 def attend(query, key, value, padding_mask, window=None, chunk_size=DEFAULT_CHUNK_SIZE,
@@ -111,7 +113,11 @@ def _query_chunked_attention(query, key, value, padding_mask, chunk_size, dropou
 
     initial = ops.zeros((num_chunks, rows, chunk, size), value.dtype)
     shape = ops.shape(initial)  # Python ints where the sizes are known when tracing
-    context = ops.fori_loop(0, num_chunks, add_chunk, initial)
+    # One iteration at a time: TensorFlow's default runs up to ten at once, and the scores of
+    # ten chunks in flight cost what chunking was meant to save.
+    _, context = tf.while_loop(lambda index, _: index < num_chunks,
+                               lambda index, context: (index + 1, add_chunk(index, context)),
+                               (0, initial), parallel_iterations=1)
     context = ops.reshape(ops.transpose(context, (1, 0, 2, 3)), (batch, heads, padded, size))
     return ops.slice(context, (0, 0, 0, 0), (batch, heads, length, size))
 
