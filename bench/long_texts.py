@@ -6,7 +6,9 @@
 A windowed classifier (`kbc.LongTextPreprocessor`, `BertClassifier(window_aggregation=
 "mean")`, random weights of `--preset`: the time does not depend on them) is exported as a
 SavedModel and a float32 `.tflite` file, each taking one raw text and answering its
-class; the windows are made, run and joined inside each graph. Texts: real English (the
+class; the windows are made, run and joined inside each graph. A windowed tagger
+(`BertTokenClassifier`, 9 tags, on the same encoder) answers each word's tag from its
+most central window, timed alike (`--no-tagger` leaves it out). Texts: real English (the
 tokenizer corpus's lines joined) cut to N words, tokenized by the uncased BERT vocabulary
 (`common.default_vocab`). For each length, the CPU time of one text per call (this
 process's, all threads: on a loaded machine other programs delay a call but do not add
@@ -66,6 +68,8 @@ def main():
     parser.add_argument("--words", type=int, nargs="+",
                         default=[250, 500, 1000, 2000, 4000, 8000])
     parser.add_argument("--rounds", type=int, default=3, help="texts per length")
+    parser.add_argument("--no-tagger", action="store_true",
+                        help="time the classifier only (not also a windowed tagger)")
     parser.add_argument("--vocab", help="an uncased BERT vocab.txt (default: MiniLM's)")
     parser.add_argument("--out", default=os.path.join(RESULTS_DIR, "long_texts.json"))
     args = parser.parse_args()
@@ -88,7 +92,10 @@ def main():
                                    max_position_embeddings=args.seq_length)
     encoder = kbc.BertEncoder(config)
     models = {"windows": (kbc.BertClassifier(encoder, 2, window_aggregation="mean"), windowed),
-              "plain": (kbc.BertClassifier(encoder, 2), plain)}
+              "plain": (kbc.BertClassifier(encoder, 2), plain),
+              "tagger": (kbc.BertTokenClassifier(encoder, 9), windowed)}
+    if args.no_tagger:
+        del models["tagger"]
     folder = tempfile.mkdtemp()
     calls = {}
     for name, (model, preprocessor) in models.items():
@@ -112,7 +119,7 @@ def main():
         pieces = [len(plain.tokenizer([text]).flat_values) for text in texts]
         windows = [int((windowed([text])["padding_mask"].numpy()[0, :, 0] > 0).sum())
                    for text in texts]
-        names = [name for name in calls if words == 20 or name.startswith("windows")]
+        names = [name for name in calls if words == 20 or not name.startswith("plain")]
         cpu = medians_in_turns({name: cpu_timed(calls[name]) for name in names}, texts)
         row = {"words": words, "wordpieces": int(np.median(pieces)),
                "windows": int(np.median(windows)),
@@ -122,13 +129,13 @@ def main():
 
     print(f"\n{args.preset}, seq_length {args.seq_length}, stride {args.stride}: CPU s per "
           f"text, median of {args.rounds} texts")
-    print("| words | wordpieces | windows | SavedModel | .tflite | plain SavedModel | "
-          "plain .tflite |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| words | wordpieces | windows | SavedModel | .tflite | tagger SavedModel | "
+          "tagger .tflite | plain SavedModel | plain .tflite |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        cells = [f"{row.get(key, float('nan')):.3f}" if key in row else "–" for key in (
-            "windows SavedModel cpu_s", "windows .tflite cpu_s", "plain SavedModel cpu_s",
-            "plain .tflite cpu_s")]
+        cells = [f"{row[key]:.3f}" if key in row else "–" for key in (
+            "windows SavedModel cpu_s", "windows .tflite cpu_s", "tagger SavedModel cpu_s",
+            "tagger .tflite cpu_s", "plain SavedModel cpu_s", "plain .tflite cpu_s")]
         print(f"| {row['words']:,} | {row['wordpieces']:,} | {row['windows']} | "
               f"{' | '.join(cells)} |")
     emit({"benchmark": "long_texts", "preset": args.preset, "seq_length": args.seq_length,
