@@ -39,10 +39,13 @@ class BertMultiLabelClassifier(BertClassifier):
     >>> model = kbc.BertMultiLabelClassifier(
     ...     encoder, num_labels=2, thresholds=[0.5, 0.3],
     ...     preprocessor=kbc.BertPreprocessor(vocab, seq_length=8))
-    >>> history = model.fit(["fast phone", "cheap phone", "fast cheap phone"],
-    ...                     np.array([[1, 0], [0, 1], [1, 1]], "float32"), verbose=0)
+    >>> model.start_from_priors([0.25, 0.5])  # the labels' shares of the training texts
+    True
     >>> model.predict(["cheap phone"], verbose=0).shape, model.thresholds
     ((1, 2), [0.5, 0.3])
+
+    `fit` takes the texts and their multi-hot labels, e.g. `model.fit(["fast phone"],
+    np.array([[1, 0]], "float32"))`.
     """
 
     def __init__(self, encoder, num_labels, thresholds=None, dropout=0.1, **kwargs):
@@ -70,6 +73,29 @@ class BertMultiLabelClassifier(BertClassifier):
                 raise ValueError(f"thresholds are probabilities, between 0 and 1: {thresholds}")
         # A tuple: Keras would track a list attribute as a `TrackedList`.
         self._thresholds = None if thresholds is None else tuple(thresholds)
+
+    def start_from_priors(self, priors):
+        """Sets the head's output bias to each label's log odds in the training data, so
+        that training starts from the labels' frequencies rather than 0.5 each: with many
+        rare labels, a head that starts at 0.5 spends its first steps learning to say no to
+        everything, which can collapse a pretrained encoder into answering every text
+        alike. A family whose head has no bias (ModernBERT) keeps its start.
+
+        Args:
+            priors: each label's share of the training texts, `[num_labels]`.
+
+        Returns:
+            Whether the bias was set.
+        """
+        priors = np.clip(np.asarray(priors, np.float64).reshape(-1), 1e-4, 1 - 1e-4)
+        if priors.shape != (self.num_classes,):
+            raise ValueError(f"priors has {priors.size} values but the model has "
+                             f"{self.num_classes} labels")
+        bias = self.head.dense.bias
+        if bias is None:
+            return False
+        bias.assign(np.log(priors / (1 - priors)).astype(bias.dtype))
+        return True
 
     def decision_thresholds(self):
         """float32 `[num_labels]`: each label's threshold on its probability."""

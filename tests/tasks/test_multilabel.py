@@ -11,6 +11,7 @@ from keras_bert_core.errors import DataError
 from keras_bert_core.export import export_saved_model, export_tflite
 from keras_bert_core.tasks.fine_tuning import task_of
 from keras_bert_core.tasks.multilabel import (
+    MultiLabelData,
     answers,
     decide,
     load_multilabel,
@@ -122,11 +123,18 @@ def test_keras_saved_model_and_tflite_give_the_same_label_sets(preprocessor, tmp
     keras.utils.set_random_seed(3)
     config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
                                    max_position_embeddings=16)
-    task = MultiLabel({"label_names": NAMES, "seq_length": 16, "lower_case": True})
+    task = MultiLabel({"seq_length": 16, "lower_case": True})
+    # Labels in 1 of 5, 1 of 2 and 4 of 5 training texts: the head starts from those odds.
+    labels = np.array([[1, 1, 1]] * 2 + [[0, 1, 1]] * 3 + [[0, 0, 1]] * 3 + [[0, 0, 0]] * 2,
+                      "float32")
+    task.learn_labels(MultiLabelData(["t"] * 10, labels, NAMES))
+    assert task.settings["label_priors"] == [0.2, 0.5, 0.8]
     model = task.build_model(kbc.BertEncoder(config), preprocessor)
     texts = ["a warm funny film", "the plot drags", "great acting", "not worth the ticket",
              "a great film", "the acting drags", "funny", "worth it"]
-    model.thresholds = _cuts_with_margins(keras.ops.sigmoid(model.predict(texts, verbose=0)))
+    probabilities = keras.ops.convert_to_numpy(keras.ops.sigmoid(model.predict(texts, verbose=0)))
+    np.testing.assert_allclose(probabilities.mean(0), [0.2, 0.5, 0.8], atol=0.1)
+    model.thresholds = _cuts_with_margins(probabilities)
     path = tmp_path / "model.keras"
     model.save(path)
     model = keras.saving.load_model(path)  # the thresholds travel in the model's config

@@ -53,11 +53,16 @@ class MultiLabel(Task):
 
     def learn_labels(self, data):
         self.settings["label_names"] = data.label_names
+        # Each label's share of the training texts: where the model's training starts.
+        self.settings["label_priors"] = [round(float(p), 6) for p in data.labels.mean(0)]
 
     def build_model(self, encoder, preprocessor=None):
-        return BertMultiLabelClassifier(encoder, num_labels=len(self.settings["label_names"]),
-                                        window_aggregation=self.window_aggregation(),
-                                        **self.model_arguments(preprocessor))
+        model = BertMultiLabelClassifier(encoder, num_labels=len(self.settings["label_names"]),
+                                         window_aggregation=self.window_aggregation(),
+                                         **self.model_arguments(preprocessor))
+        if self.settings.get("label_priors") is not None:
+            model.start_from_priors(self.settings["label_priors"])
+        return model
 
     def distiller(self, teacher, student, options):
         raise DataError("distilling a multi-label model is not supported yet (its soft "
