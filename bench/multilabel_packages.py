@@ -232,7 +232,8 @@ def main():
     parser.add_argument("--min-count", type=int, default=None,
                         help="fewest examples a label needs (default: 60 debian, 12 pypi)")
     parser.add_argument("--max-train", type=int, default=4000,
-                        help="at most this many training examples (the first in hash order)")
+                        help="at most this many training examples (the first in hash "
+                             "order); 0: all")
     parser.add_argument("--seq-length", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -244,8 +245,9 @@ def main():
     records = debian_records() if args.source == "debian" else pypi_records()
     min_count = args.min_count or (60 if args.source == "debian" else 12)
     data, names = build_task(records, min_count)
-    texts, labels = data["train"]
-    data["train"] = (texts[:args.max_train], labels[:args.max_train])
+    if args.max_train:
+        texts, labels = data["train"]
+        data["train"] = (texts[:args.max_train], labels[:args.max_train])
     sizes = {name: len(texts) for name, (texts, _) in data.items()}
     print(f"{args.source}: {len(records)} records, {len(names)} labels, splits {sizes}, "
           f"{data['train'][1].sum(1).mean():.2f} labels a training text", flush=True)
