@@ -123,6 +123,11 @@ def main():
 
     throughput = {policy: base_pretraining_throughput(policy, args.batch)
                   for policy in ("mixed_float16", "mixed_bfloat16")}
+    try:  # ELECTRA's replaced-token detection on the same encoder (a quarter-size generator)
+        throughput["electra_mixed_bfloat16"] = base_pretraining_throughput(
+            "mixed_bfloat16", args.batch, objective="electra")
+    except Exception as e:  # a result, as the checks' failures are
+        throughput["electra_mixed_bfloat16"] = {"status": "failed", "error": repr(e)[-400:]}
     print("base pretraining, seq 128, XLA, one device: " + json.dumps(throughput), flush=True)
     summary = {"devices": devices, "tensorflow": tf.__version__, "keras": keras.__version__,
                "checks": results, "base_pretraining_throughput": throughput}
@@ -135,9 +140,11 @@ def main():
     return 1 if failed else 0
 
 
-def base_pretraining_throughput(policy, batch, steps=20, warmup=3):
+def base_pretraining_throughput(policy, batch, steps=20, warmup=3, objective="mlm"):
     """Sequences/s of `base` MLM + NSP pretraining at seq 128 (20 masked positions) with
-    `policy` and XLA on the first device, and the model FLOP/s (`bench/common.py`'s count)."""
+    `policy` and XLA on the first device, and the model FLOP/s (`bench/common.py`'s count);
+    with `objective="electra"`, of ELECTRA's (`ElectraPretrainer`, generator 0.25; its
+    FLOPs are not counted)."""
     import keras
 
     import keras_bert_core as kbc
@@ -150,10 +157,14 @@ def base_pretraining_throughput(policy, batch, steps=20, warmup=3):
     x = {name: arrays[name] for name in
          ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
     y = {"mlm": arrays["masked_ids"], "nsp": arrays["labels"] % 2}
+    if objective == "electra":
+        y = {"mlm": arrays["masked_ids"]}
     dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
     keras.config.set_dtype_policy(policy)
     try:
-        model = kbc.BertPretrainer(kbc.BertEncoder(config))
+        encoder = kbc.BertEncoder(config)
+        model = (kbc.ElectraPretrainer(encoder) if objective == "electra"
+                 else kbc.BertPretrainer(encoder))
         model.compile(jit_compile=True)
         times = []
 
@@ -169,9 +180,12 @@ def base_pretraining_throughput(policy, batch, steps=20, warmup=3):
     finally:
         keras.config.set_dtype_policy("float32")
     seconds = float(np.median(times[warmup:]))
-    flops = training_flops("base", batch, SEQ, "pretrain")
-    return {"batch": batch, "seconds_per_step": seconds, "sequences_per_second": batch / seconds,
-            "model_tflop_per_second": flops / seconds / 1e12}
+    result = {"batch": batch, "seconds_per_step": seconds,
+              "sequences_per_second": batch / seconds}
+    if objective == "mlm":
+        flops = training_flops("base", batch, SEQ, "pretrain")
+        result["model_tflop_per_second"] = flops / seconds / 1e12
+    return result
 
 
 if __name__ == "__main__":
