@@ -131,8 +131,10 @@ def main():
                                                       vocab, args.max_steps)
             run = RunDirectory.create(str(work / f"{objective}-{seed}"))
             cpu = time.process_time()
-            finetune_args = argparse.Namespace(seq_length=SEQ_LENGTH, batch_size=BATCH_SIZE,
-                                               seed=seed)
+            finetune_args = argparse.Namespace(command="finetune", seq_length=SEQ_LENGTH,
+                                               batch_size=BATCH_SIZE, seed=seed)
+            print(json.dumps({"objective": objective, "seed": seed, **pretraining}),
+                  flush=True)
             *_, finetuning = demo._finetune(run, finetune_args, size, encoder, vocab, train,
                                             held_out)
             runs.append({"objective": objective, "seed": seed, "pretraining": pretraining,

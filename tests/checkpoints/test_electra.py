@@ -159,3 +159,22 @@ def test_presets_have_transformers_parameter_counts():
             assert getattr(theirs, field) == getattr(ours, field), (name, field)
         # tests/models/test_families.py builds each preset and counts its parameters.
         assert entry["num_parameters"] == PUBLISHED_PARAMETERS[name]
+
+
+def test_every_task_head_runs_on_the_discriminator_and_from_preset_reads_its_folder(tmp_path):
+    folder = os.path.join(ELECTRA, "discriminator")
+    model, preprocessor = kbc.from_preset(folder, seq_length=16)
+    encoder = kbc.checkpoints.keras_file.find_model(model, kbc.BertEncoder)
+    assert encoder.config.family == "electra"
+    inputs = preprocessor(["the value of the list", "return the list"])
+    choices = {name: np.stack([value, value], axis=1) for name, value in inputs.items()}
+    outputs = {
+        "classifier": (kbc.BertClassifier(encoder, num_classes=3), inputs, (2, 3)),
+        "tagger": (kbc.BertTokenClassifier(encoder, num_classes=5), inputs, (2, 16, 5)),
+        "choice": (kbc.BertMultipleChoice(encoder, num_choices=2), choices, (2, 2)),
+        "embedder": (kbc.BertEmbedder(encoder), inputs, (2, 32)),
+    }
+    for name, (task_model, x, shape) in outputs.items():
+        assert tuple(np.shape(task_model(x))) == shape, name
+    span = kbc.BertSpanLabeler(encoder)(inputs)
+    assert {tuple(np.shape(value)) for value in span.values()} == {(2, 16)}

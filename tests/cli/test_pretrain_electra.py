@@ -2,6 +2,7 @@
 from its discriminator."""
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -53,3 +54,12 @@ def test_electra_refuses_a_pair_task_and_generator_options_go_with_it(kbc, corpu
                  "--run-dir", tmp_path / "b")
     assert_one_line_error(result, "--generator-size", "needs --objective electra")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_kbc_convert_reads_an_electra_folder(kbc, tmp_path):
+    source = os.path.join(os.path.dirname(__file__), "..", "checkpoints", "data", "electra",
+                          "generator")
+    result = kbc("convert", source, tmp_path / "generator.keras")
+    assert result.code == 0, result.err
+    encoder, config = load_checkpoint(tmp_path / "generator.keras")
+    assert (config.family, config.hidden_size, config.embedding_size) == ("electra", 24, 16)
