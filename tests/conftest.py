@@ -4,9 +4,22 @@ import string
 # Quiet TensorFlow's C++ logging and keep tests on the CPU.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+# When pytest-xdist's workers fill the cores, TensorFlow's per-op thread pools only contend
+# with the other workers (their threads spin while they wait): one thread an op. The `kbc`
+# processes tests start inherit it.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= (os.cpu_count() or 1):
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Grappler's graph rewrites make long runs faster but cost CPU time for every new traced
+# function, and the suite traces thousands of small ones that run a few steps. Tests check
+# what functions compute, which the rewrites leave as it is; the SavedModel and TFLite
+# converters optimize their graphs themselves, and the tests that run `kbc`, the examples or
+# a fresh process run with TensorFlow's defaults.
+tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 # A slow test counts as this many ordinary ones when files are ordered for the workers.
 SLOW_TEST_WEIGHT = 40

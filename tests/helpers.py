@@ -8,6 +8,7 @@ from unittest import mock
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 import keras_bert_core as kbc
@@ -44,6 +45,17 @@ def zero_initialized_weights():
         for initializer in random_initializers:
             stack.enter_context(mock.patch.object(initializer, "__call__", zeros))
         yield
+
+
+@contextlib.contextmanager
+def graph_optimizations():
+    """Grappler on for the block, as TensorFlow and TF Serving run by default (tests/conftest.py
+    turns it off for the suite), then off again."""
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": False})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 
 @contextlib.contextmanager

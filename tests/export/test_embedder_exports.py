@@ -15,6 +15,7 @@ from keras_bert_core.export import (
     unsupported_tf_serving_ops,
     unsupported_tflite_ops,
 )
+from tests.helpers import graph_optimizations
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "red", "blue", "car", "fast",
          "slow", "query", ":", "the", "road", "is"]
@@ -65,7 +66,7 @@ def test_served_as_tf_serving_runs_it_gelu_fuses_into_the_matmul(saved_model):
     # A TF1 Session, grappler on, as TF Serving's model server loads the SavedModel: with
     # oneDNN kernels the feed-forward's GELU runs inside the matmul's kernel (no Erf op).
     tf1 = tf.compat.v1
-    with tf.Graph().as_default(), tf1.Session() as session:
+    with graph_optimizations(), tf.Graph().as_default(), tf1.Session() as session:
         meta = tf1.saved_model.loader.load(session, ["serve"], saved_model[0])
         signature = meta.signature_def["serving_default"]
         metadata = tf1.RunMetadata()
