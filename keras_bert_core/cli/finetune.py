@@ -1,6 +1,5 @@
 """`kbc finetune`: train a task model from a checkpoint (any format) or from scratch."""
 
-import argparse
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.long_texts import add_long_text_options, long_text_settings
@@ -20,6 +19,7 @@ from keras_bert_core.cli.options import (
     add_run_options,
     add_training_options,
     add_vocab_options,
+    positive_float,
     positive_int,
 )
 from keras_bert_core.cli.resume import resumed_arguments
@@ -128,17 +128,6 @@ def add_lora_options(parser):
                        help="the adapters' scale is ALPHA / RANK (default: RANK)")
     group.add_argument("--lora-also-train", nargs="+", metavar="NAME",
                        help="encoder weights that train too: bias, layer_norm, pooler")
-
-
-def positive_float(text):
-    """argparse type: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} is not above 0")
-    return value
 
 
 def enable_lora_of(args, model):

@@ -152,14 +152,26 @@ def add_run_options(parser, resumable=True):
                             "config.json); the batches skipped are counted in the old data")
 
 
-def rate(text):
-    """argparse type: a fraction above 0, at most 1."""
+def _number(text):
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def rate(text):
+    """argparse type: a fraction above 0, at most 1."""
+    value = _number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{value} is not in (0, 1]")
+    return value
+
+
+def positive_float(text):
+    """argparse type: a number above 0."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} is not above 0")
     return value
 
 

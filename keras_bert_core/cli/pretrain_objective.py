@@ -1,28 +1,15 @@
 """`kbc pretrain --objective`: masked LM (BERT's, the default) or ELECTRA's replaced-token
 detection, and the pretraining model each trains."""
 
-import argparse
-
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.messages import say
-from keras_bert_core.cli.options import rate
+from keras_bert_core.cli.options import positive_float, rate
 
 OBJECTIVES = ("mlm", "electra")
 # The generator's options and their defaults (None until --objective electra fills them in,
 # so that one given without it can be refused).
 _ELECTRA_OPTIONS = {"generator_size": ("--generator-size", 0.25),
                     "rtd_weight": ("--rtd-weight", 50.0)}
-
-
-def positive_number(text):
-    """argparse type: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} is not above 0")
-    return value
 
 
 def add_objective_arguments(parser):
@@ -36,7 +23,7 @@ def add_objective_arguments(parser):
     group.add_argument("--generator-size", type=rate, metavar="FRACTION",
                        help="--objective electra: the generator's width, heads and "
                             "feed-forward as a fraction of the model's (default: 0.25)")
-    group.add_argument("--rtd-weight", type=positive_number, metavar="WEIGHT",
+    group.add_argument("--rtd-weight", type=positive_float, metavar="WEIGHT",
                        help="--objective electra: the weight of the replaced-token loss "
                             "beside the generator's masked-LM loss (default: 50, ELECTRA's)")
 
