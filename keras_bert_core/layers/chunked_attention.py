@@ -10,7 +10,7 @@ from keras_bert_core.layers.attention_masks import MASK_PENALTY, allowed_keys
 # Queries per chunk of global attention: a chunk's scores are [batch, heads, chunk, length]
 # float32 (bench/local_attention.py and bench/modernbert_encoder.py measure the memory this
 # bounds).
-DEFAULT_CHUNK_SIZE = 256
+DEFAULT_CHUNK_SIZE = 128
 
 
 def attend(query, key, value, padding_mask, window=None, chunk_size=DEFAULT_CHUNK_SIZE,
