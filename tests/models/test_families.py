@@ -1,5 +1,6 @@
-"""RoBERTa, ALBERT and DistilBERT as configurations of the BERT layers: sizes, every task
-model on every family, `.keras` round trips, ALBERT's shared layers."""
+"""RoBERTa, ALBERT, DistilBERT, ModernBERT and DeBERTa-v3 as configurations of the BERT
+layers: sizes, every task model on every family, `.keras` round trips, ALBERT's shared layers,
+LoRA and distillation on the families with attention of their own."""
 
 import keras
 import numpy as np
@@ -31,18 +32,23 @@ PUBLISHED_PARAMETERS = {
     "electra_base": 108_891_648,
     "electra_large": 334_092_288,
 }
-FAMILIES = ["roberta", "albert", "distilbert", "modernbert"]
+FAMILIES = ["roberta", "albert", "distilbert", "modernbert", "deberta"]
 SMALL = {"vocab_size": 100, "hidden_size": 32, "num_heads": 4, "intermediate_size": 64,
          "dropout": 0.0, "attention_dropout": 0.0}
 
 
 def family_encoder(family, **overrides):
     """A small random encoder of `family` (ALBERT: 3 layers sharing one block; ModernBERT:
-    a global layer, then a local one whose window is shorter than the inputs)."""
+    a global layer, then a local one whose window is shorter than the inputs; DeBERTa-v3:
+    relative-position buckets shorter than the inputs, so the log buckets and their clipping
+    are in play)."""
     sizes = {"albert": {"num_layers": 3, "embedding_size": 16},
              "modernbert": {"num_layers": 2, "local_attention_window": 4,
-                            "global_attention_every": 2}}.get(family, {"num_layers": 1})
-    config = kbc.BertConfig.preset(f"{family}_base", **{**SMALL, **sizes, **overrides})
+                            "global_attention_every": 2},
+             "deberta": {"num_layers": 1, "position_buckets": 4,
+                         "max_relative_positions": 16}}.get(family, {"num_layers": 1})
+    preset = "deberta_v3_base" if family == "deberta" else f"{family}_base"
+    config = kbc.BertConfig.preset(preset, **{**SMALL, **sizes, **overrides})
     return kbc.BertEncoder(config)
 
 
@@ -103,7 +109,7 @@ def test_sentence_heads_need_a_pooler():
 def _family_case(case, family):
     encoder = family_encoder(family)
     if case is pretrainer_case:
-        # RoBERTa and DistilBERT pretrain with masked LM alone.
+        # All but ALBERT pretrain with masked LM alone.
         return case(encoder, next_sentence=family == "albert")
     return case(encoder)
 
@@ -124,3 +130,35 @@ def test_keras_file_round_trip(family, tmp_path):
         assert restored.encoder.config == model.encoder.config
         if family == "albert":
             assert restored.encoder.blocks[0] is restored.encoder.blocks[2]
+
+
+@pytest.mark.parametrize("family", ["modernbert", "deberta"])
+def test_lora_adapts_the_query_and_key_projections_and_merges_back(family):
+    """LoRA on the query and key projections (DeBERTa's also project its relative
+    embeddings; ModernBERT's rotate by position): merged into the kernels, the model computes
+    what it did with adapters."""
+    model, x, y, _ = _family_case(CASES[1], family)  # the classifier
+    kbc.enable_lora(model, rank=2, targets=("query", "key"))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    model.fit(x, y, epochs=2, verbose=0)
+    adapted = model(x)
+    kbc.merge_lora(model)
+    np.testing.assert_allclose(model(x), adapted, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["modernbert", "deberta"])
+def test_a_teacher_distills_into_a_bert_student_with_every_loss(family):
+    """Hidden states and the last layer's attention probabilities too (ModernBERT's last
+    layer attends within its window; DeBERTa's disentangled)."""
+    teacher, x, y, _ = _family_case(CASES[1], family)
+    student = kbc.BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
+        "tiny", vocab_size=100, hidden_size=16, num_layers=1, num_heads=2,
+        intermediate_size=32, dropout=0.0, attention_dropout=0.0)),
+        num_classes=teacher.num_classes)
+    distiller = kbc.Distiller(teacher, student, hidden_weight=1.0, hidden_loss="cosine",
+                              attention_weight=1.0)
+    distiller.compile(optimizer=keras.optimizers.SGD(0.1))
+    history = distiller.fit(x, y, batch_size=len(y), epochs=3, verbose=0).history
+    for name in ("loss", "soft_loss", "hidden_loss", "attention_loss"):
+        assert np.all(np.isfinite(history[name])), name
+    assert history["attention_loss"][0] > 0 and history["loss"][-1] < history["loss"][0]
