@@ -13,22 +13,10 @@ import keras_bert_core as kbc
 from keras_bert_core.checkpoints import load_checkpoint, load_pretrainer
 from keras_bert_core.errors import CheckpointError
 from keras_bert_core.layers.relative_positions import log_bucket_positions
+from tests.checkpoints.parity import encoder_inputs, max_diff, read_reference
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "deberta")
 TOLERANCE = 1e-4
-
-
-def _reference(name):
-    return np.load(os.path.join(DATA, name, "reference.npz"))
-
-
-def _inputs(ids, mask):
-    return {"token_ids": ids.astype("int32"), "segment_ids": np.zeros_like(ids, "int32"),
-            "padding_mask": mask.astype("int32")}
-
-
-def _max_diff(actual, expected):
-    return float(np.abs(np.asarray(actual) - expected).max())
 
 
 @pytest.fixture(scope="module")
@@ -57,48 +45,49 @@ def test_log_buckets_equal_transformers():
 @pytest.mark.parametrize("name", ["mlm", "classifier"])
 def test_encoder_matches_pytorch_on_texts_and_pairs(name, mlm_encoder):
     encoder = mlm_encoder[0] if name == "mlm" else load_checkpoint(os.path.join(DATA, name))[0]
-    reference = _reference(name)
-    outputs = encoder(_inputs(reference["input_ids"], reference["attention_mask"]))
+    reference = read_reference(DATA, name)
+    outputs = encoder(encoder_inputs(reference["input_ids"], reference["attention_mask"]))
     assert set(outputs) == {"sequence_output"}
     real = reference["attention_mask"].astype(bool)
-    assert _max_diff(np.asarray(outputs["sequence_output"])[real],
+    assert max_diff(np.asarray(outputs["sequence_output"])[real],
                      reference["sequence_output"]) <= TOLERANCE
 
 
 def test_encoder_matches_pytorch_past_the_log_buckets_reach(mlm_encoder):
     encoder, config = mlm_encoder
-    reference = _reference("mlm")
+    reference = read_reference(DATA, "mlm")
     ids = reference["long_input_ids"][None]
     assert ids.shape[1] > 3 * config.max_relative_positions  # buckets clipped at both ends
-    outputs = encoder(_inputs(ids, np.ones_like(ids)))
-    assert _max_diff(np.asarray(outputs["sequence_output"])[0, reference["long_positions"]],
+    outputs = encoder(encoder_inputs(ids, np.ones_like(ids)))
+    assert max_diff(np.asarray(outputs["sequence_output"])[0, reference["long_positions"]],
                      reference["long_sequence_output"]) <= TOLERANCE
 
 
 def test_last_layer_at_some_positions_equals_the_full_encoder(mlm_encoder):
     encoder, _ = mlm_encoder
-    reference = _reference("mlm")
-    inputs = _inputs(reference["input_ids"], reference["attention_mask"])
+    reference = read_reference(DATA, "mlm")
+    inputs = encoder_inputs(reference["input_ids"], reference["attention_mask"])
     full = np.asarray(encoder(inputs)["sequence_output"])
     positions = np.tile(np.array([[0, 3, 9]], "int32"), (len(full), 1))
     some = encoder.encode(inputs, output_positions=positions)["sequence_output"]
-    assert _max_diff(some, full[:, [0, 3, 9]]) <= 1e-5
+    assert max_diff(some, full[:, [0, 3, 9]]) <= 1e-5
 
 
 def test_masked_lm_head_matches_pytorch():
-    reference = _reference("mlm")
+    reference = read_reference(DATA, "mlm")
     pretrainer, _ = load_pretrainer(os.path.join(DATA, "mlm"))
     assert pretrainer.next_sentence is None
-    encoded = pretrainer.encoder(_inputs(reference["input_ids"], reference["attention_mask"]))
+    encoded = pretrainer.encoder(encoder_inputs(reference["input_ids"],
+                                                reference["attention_mask"]))
     rows, columns = reference["mlm_positions"].T
     states = np.asarray(encoded["sequence_output"])[rows, columns]
     logits = pretrainer.masked_lm(states[None])[0]
-    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+    assert max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
 
 
 def test_context_pooler_classifier_head_matches_pytorch():
     folder = os.path.join(DATA, "classifier")
-    reference = _reference("classifier")
+    reference = read_reference(DATA, "classifier")
     encoder, _ = load_checkpoint(folder)
     model = kbc.BertClassifier(encoder, num_classes=3)
     assert model.head.hidden_activation == "gelu"  # DeBERTa's ContextPooler
@@ -106,8 +95,8 @@ def test_context_pooler_classifier_head_matches_pytorch():
     for layer, key in [(model.head.hidden, "pooler.dense"), (model.head.dense, "classifier")]:
         layer.kernel.assign(state[f"{key}.weight"].T)
         layer.bias.assign(state[f"{key}.bias"])
-    logits = model(_inputs(reference["input_ids"], reference["attention_mask"]))
-    assert _max_diff(logits, reference["logits"]) <= TOLERANCE
+    logits = model(encoder_inputs(reference["input_ids"], reference["attention_mask"]))
+    assert max_diff(logits, reference["logits"]) <= TOLERANCE
 
 
 def test_presets_have_transformers_parameter_counts():
@@ -148,7 +137,7 @@ def test_tokenizer_gives_hugging_face_ids_on_held_out_real_text():
 
 
 def test_tokenizer_packs_texts_and_pairs_as_hugging_face():
-    reference = _reference("mlm")
+    reference = read_reference(DATA, "mlm")
     preprocessor = kbc.BertPreprocessor(os.path.join(DATA, "mlm"), seq_length=512,
                                         static_shape=False)
     singles = int((reference["texts_b"] == "").sum())

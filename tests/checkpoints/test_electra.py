@@ -16,24 +16,11 @@ import keras_bert_core as kbc
 from keras_bert_core.checkpoints import load_checkpoint, load_pretrainer
 from keras_bert_core.checkpoints.loader import read_pretraining_head_weights
 from keras_bert_core.layers import ClassificationHead
+from tests.checkpoints.parity import max_diff, read_reference, reference_inputs
 from tests.models.test_families import PUBLISHED_PARAMETERS
 
 ELECTRA = os.path.join(os.path.dirname(__file__), "data", "electra")
 TOLERANCE = 1e-4
-
-
-def _reference(name):
-    return np.load(os.path.join(ELECTRA, name, "reference.npz"))
-
-
-def _inputs(reference):
-    return {"token_ids": reference["input_ids"].astype("int32"),
-            "segment_ids": reference["token_type_ids"].astype("int32"),
-            "padding_mask": reference["attention_mask"].astype("int32")}
-
-
-def _max_diff(actual, expected):
-    return float(np.abs(np.asarray(actual) - expected).max())
 
 
 def _detector(config, heads):
@@ -47,12 +34,12 @@ def _detector(config, heads):
 
 
 def _check_discriminator(encoder, config, heads, reference):
-    outputs = encoder(_inputs(reference))
+    outputs = encoder(reference_inputs(reference))
     real = reference["attention_mask"].astype(bool)
     sequence = np.asarray(outputs["sequence_output"])
-    assert _max_diff(sequence[real], reference["sequence_output"]) <= TOLERANCE
+    assert max_diff(sequence[real], reference["sequence_output"]) <= TOLERANCE
     logits = np.asarray(_detector(config, heads)(sequence))[..., 0]
-    assert _max_diff(logits[real], reference["logits"][real]) <= TOLERANCE
+    assert max_diff(logits[real], reference["logits"][real]) <= TOLERANCE
 
 
 def test_discriminator_and_its_replaced_token_head_match_pytorch():
@@ -61,19 +48,19 @@ def test_discriminator_and_its_replaced_token_head_match_pytorch():
     assert (config.family, config.embedding_size, config.pooler) == ("electra", 16, False)
     assert "pooled_output" not in encoder.output
     _check_discriminator(encoder, config, read_pretraining_head_weights(folder),
-                         _reference("discriminator"))
+                         read_reference(ELECTRA, "discriminator"))
 
 
 def test_generator_and_its_masked_lm_head_match_pytorch():
-    reference = _reference("generator")
+    reference = read_reference(ELECTRA, "generator")
     pretrainer, config = load_pretrainer(os.path.join(ELECTRA, "generator"))
     assert (config.hidden_size, config.embedding_size) == (24, 16)
-    encoded = np.asarray(pretrainer.encoder(_inputs(reference))["sequence_output"])
+    encoded = np.asarray(pretrainer.encoder(reference_inputs(reference))["sequence_output"])
     real = reference["attention_mask"].astype(bool)
-    assert _max_diff(encoded[real], reference["sequence_output"]) <= TOLERANCE
+    assert max_diff(encoded[real], reference["sequence_output"]) <= TOLERANCE
     rows, columns = reference["mlm_positions"].T
     logits = pretrainer.masked_lm(encoded[rows, columns][None])[0]
-    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+    assert max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
 
 
 def test_the_classifier_head_is_electras_and_matches_pytorch():
@@ -86,8 +73,8 @@ def test_the_classifier_head_is_electras_and_matches_pytorch():
                        (model.head.dense, "classifier.out_proj")):
         layer.kernel.assign(state[f"{key}.weight"].T)
         layer.bias.assign(state[f"{key}.bias"])
-    logits = model.predict(_inputs(_reference("classifier")), verbose=0)
-    assert _max_diff(logits, _reference("classifier")["logits"]) <= TOLERANCE
+    logits = model.predict(reference_inputs(read_reference(ELECTRA, "classifier")), verbose=0)
+    assert max_diff(logits, read_reference(ELECTRA, "classifier")["logits"]) <= TOLERANCE
 
 
 # Hugging Face's rules (load_tf_weights_in_electra) that turn google-research/electra
@@ -139,7 +126,7 @@ def test_google_research_tf1_checkpoint_matches_pytorch(tmp_path):
                                                  "initializer_range": 0.02})
     encoder, loaded_config = load_checkpoint(prefix, config=config)
     _check_discriminator(encoder, config, read_pretraining_head_weights(prefix),
-                         _reference("discriminator"))
+                         read_reference(ELECTRA, "discriminator"))
     # The generator reads the shared tables under electra/embeddings/.
     _, generator_config = load_checkpoint(os.path.join(ELECTRA, "generator"))
     generator, _ = google_research_electra.load(prefix, generator_config, part="generator")

@@ -13,6 +13,7 @@ from safetensors.numpy import load_file
 
 import keras_bert_core as kbc
 from keras_bert_core.checkpoints import CheckpointMismatchError, load_checkpoint, load_pretrainer
+from tests.checkpoints.parity import max_diff, read_reference, reference_inputs
 from tests.models.test_families import PUBLISHED_PARAMETERS
 
 FAMILIES = os.path.join(os.path.dirname(__file__), "data", "families")
@@ -23,57 +24,43 @@ CLASSIFIER_KEYS = {"roberta": ("classifier.dense", "classifier.out_proj"),
                    "distilbert": ("pre_classifier", "classifier")}
 
 
-def _reference(name):
-    return np.load(os.path.join(FAMILIES, name, "reference.npz"))
-
-
-def _inputs(reference):
-    return {"token_ids": reference["input_ids"].astype("int32"),
-            "segment_ids": reference["token_type_ids"].astype("int32"),
-            "padding_mask": reference["attention_mask"].astype("int32")}
-
-
-def _max_diff(actual, expected):
-    return float(np.abs(np.asarray(actual) - expected).max())
-
-
 @pytest.mark.parametrize("name", ["roberta", "albert", "albert_groups", "distilbert",
                                   "roberta_classifier", "albert_classifier",
                                   "distilbert_classifier"])
 def test_encoder_matches_pytorch(name):
-    reference = _reference(name)
+    reference = read_reference(FAMILIES, name)
     encoder, config = load_checkpoint(os.path.join(FAMILIES, name))
     assert config.family == name.split("_")[0]
-    inputs = _inputs(reference)
+    inputs = reference_inputs(reference)
     outputs = encoder(inputs)
     real = inputs["padding_mask"].astype(bool)
-    assert _max_diff(np.asarray(outputs["sequence_output"])[real],
+    assert max_diff(np.asarray(outputs["sequence_output"])[real],
                      reference["sequence_output"]) <= TOLERANCE
     assert ("pooled_output" in outputs) == (config.family != "distilbert")
     if "pooled_output" in reference:  # masked-LM RoBERTa checkpoints have no pooler
-        assert _max_diff(outputs["pooled_output"], reference["pooled_output"]) <= TOLERANCE
+        assert max_diff(outputs["pooled_output"], reference["pooled_output"]) <= TOLERANCE
 
 
 @pytest.mark.parametrize("name", ["roberta", "albert", "distilbert"])
 def test_pretraining_heads_match_pytorch(name):
-    reference = _reference(name)
+    reference = read_reference(FAMILIES, name)
     pretrainer, config = load_pretrainer(os.path.join(FAMILIES, name))
     # ALBERT's sentence-order head loads as the sentence head; the others have none.
     assert (pretrainer.next_sentence is not None) == (name == "albert")
-    encoded = pretrainer.encoder(_inputs(reference))
+    encoded = pretrainer.encoder(reference_inputs(reference))
     rows, columns = reference["mlm_positions"].T
     states = np.asarray(encoded["sequence_output"])[rows, columns]
     logits = pretrainer.masked_lm(states[None])[0]
-    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+    assert max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
     if name == "albert":
         sop = pretrainer.next_sentence(encoded["pooled_output"])
-        assert _max_diff(sop, reference["sop_logits"]) <= TOLERANCE
+        assert max_diff(sop, reference["sop_logits"]) <= TOLERANCE
 
 
 @pytest.mark.parametrize("family", ["roberta", "albert", "distilbert"])
 def test_the_family_classifier_head_matches_pytorch(family):
     folder = os.path.join(FAMILIES, f"{family}_classifier")
-    reference = _reference(f"{family}_classifier")
+    reference = read_reference(FAMILIES, f"{family}_classifier")
     encoder, _ = load_checkpoint(folder)
     model = kbc.BertClassifier(encoder, num_classes=3)
     state = load_file(os.path.join(folder, "model.safetensors"))
@@ -82,8 +69,8 @@ def test_the_family_classifier_head_matches_pytorch(family):
     for layer, key in layers:
         layer.kernel.assign(state[f"{key}.weight"].T)
         layer.bias.assign(state[f"{key}.bias"])
-    logits = model.predict(_inputs(reference), verbose=0)
-    assert _max_diff(logits, reference["logits"]) <= TOLERANCE
+    logits = model.predict(reference_inputs(reference), verbose=0)
+    assert max_diff(logits, reference["logits"]) <= TOLERANCE
 
 
 def test_presets_are_the_published_configurations_transformers_counts():
@@ -175,15 +162,15 @@ def test_google_research_albert_tf1_checkpoint_matches_pytorch(tmp_path):
     tf.raw_ops.SaveV2(prefix=str(tmp_path / "model.ckpt-10000"), tensor_names=list(tensors),
                       shape_and_slices=[""] * len(tensors),
                       tensors=[tf.constant(v) for v in tensors.values()])
-    reference = _reference("albert")
+    reference = read_reference(FAMILIES, "albert")
     pretrainer, config = load_pretrainer(str(tmp_path / "model.ckpt-10000"))
     assert config.family == "albert" and config.hidden_act == "gelu_approximate"
-    encoded = pretrainer.encoder(_inputs(reference))
+    encoded = pretrainer.encoder(reference_inputs(reference))
     real = reference["attention_mask"].astype(bool)
-    assert _max_diff(np.asarray(encoded["sequence_output"])[real],
+    assert max_diff(np.asarray(encoded["sequence_output"])[real],
                      reference["sequence_output"]) <= TOLERANCE
     rows, columns = reference["mlm_positions"].T
     logits = pretrainer.masked_lm(np.asarray(encoded["sequence_output"])[rows, columns][None])
-    assert _max_diff(logits[0], reference["mlm_logits"]) <= TOLERANCE
+    assert max_diff(logits[0], reference["mlm_logits"]) <= TOLERANCE
     sop = pretrainer.next_sentence(encoded["pooled_output"])
-    assert _max_diff(sop, reference["sop_logits"]) <= TOLERANCE
+    assert max_diff(sop, reference["sop_logits"]) <= TOLERANCE

@@ -10,22 +10,10 @@ from safetensors.numpy import load_file
 
 import keras_bert_core as kbc
 from keras_bert_core.checkpoints import load_checkpoint, load_pretrainer
+from tests.checkpoints.parity import encoder_inputs, max_diff, read_reference
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "modernbert")
 TOLERANCE = 1e-4
-
-
-def _reference(name):
-    return np.load(os.path.join(DATA, name, "reference.npz"))
-
-
-def _inputs(ids, mask):
-    return {"token_ids": ids.astype("int32"), "segment_ids": np.zeros_like(ids, "int32"),
-            "padding_mask": mask.astype("int32")}
-
-
-def _max_diff(actual, expected):
-    return float(np.abs(np.asarray(actual) - expected).max())
 
 
 @pytest.fixture(scope="module")
@@ -44,20 +32,20 @@ def test_config_reads_modernbert_settings(mlm_encoder):
 
 def test_encoder_matches_pytorch_on_texts_and_pairs(mlm_encoder):
     encoder, _ = mlm_encoder
-    reference = _reference("mlm")
-    outputs = encoder(_inputs(reference["input_ids"], reference["attention_mask"]))
+    reference = read_reference(DATA, "mlm")
+    outputs = encoder(encoder_inputs(reference["input_ids"], reference["attention_mask"]))
     real = reference["attention_mask"].astype(bool)
-    assert _max_diff(np.asarray(outputs["sequence_output"])[real],
+    assert max_diff(np.asarray(outputs["sequence_output"])[real],
                      reference["sequence_output"]) <= TOLERANCE
 
 
 def test_encoder_matches_pytorch_on_a_text_of_many_windows(mlm_encoder):
     encoder, _ = mlm_encoder
-    reference = _reference("mlm")
+    reference = read_reference(DATA, "mlm")
     ids = reference["long_input_ids"][None]
     assert ids.shape[1] >= 1000
-    outputs = encoder.predict(_inputs(ids, np.ones_like(ids)), verbose=0)
-    assert _max_diff(outputs["sequence_output"][0, reference["long_positions"]],
+    outputs = encoder.predict(encoder_inputs(ids, np.ones_like(ids)), verbose=0)
+    assert max_diff(outputs["sequence_output"][0, reference["long_positions"]],
                      reference["long_sequence_output"]) <= TOLERANCE
 
 
@@ -81,28 +69,29 @@ def test_last_layer_at_some_positions_equals_the_full_encoder():
     # The classifier's 3 layers end with a local one: its queries' window rows alone.
     encoder, config = load_checkpoint(os.path.join(DATA, "classifier"))
     assert not config.is_global_layer(2)
-    reference = _reference("classifier")
-    inputs = _inputs(reference["input_ids"], reference["attention_mask"])
+    reference = read_reference(DATA, "classifier")
+    inputs = encoder_inputs(reference["input_ids"], reference["attention_mask"])
     full = np.asarray(encoder(inputs)["sequence_output"])
     positions = np.tile(np.array([[0, 3, 9]], "int32"), (len(full), 1))
     some = encoder.encode(inputs, output_positions=positions)["sequence_output"]
-    assert _max_diff(some, full[:, [0, 3, 9]]) <= 1e-5
+    assert max_diff(some, full[:, [0, 3, 9]]) <= 1e-5
 
 
 def test_masked_lm_head_matches_pytorch():
-    reference = _reference("mlm")
+    reference = read_reference(DATA, "mlm")
     pretrainer, _ = load_pretrainer(os.path.join(DATA, "mlm"))
     assert pretrainer.next_sentence is None
-    encoded = pretrainer.encoder(_inputs(reference["input_ids"], reference["attention_mask"]))
+    encoded = pretrainer.encoder(encoder_inputs(reference["input_ids"],
+                                                reference["attention_mask"]))
     rows, columns = reference["mlm_positions"].T
     states = np.asarray(encoded["sequence_output"])[rows, columns]
     logits = pretrainer.masked_lm(states[None])[0]
-    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+    assert max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
 
 
 def test_mean_pooling_classifier_head_matches_pytorch():
     folder = os.path.join(DATA, "classifier")
-    reference = _reference("classifier")
+    reference = read_reference(DATA, "classifier")
     encoder, config = load_checkpoint(folder)
     assert config.classifier_pooling == "mean"
     model = kbc.BertClassifier(encoder, num_classes=3)
@@ -111,13 +100,13 @@ def test_mean_pooling_classifier_head_matches_pytorch():
     model.head.hidden_norm.gamma.assign(state["head.norm.weight"])
     model.head.dense.kernel.assign(state["classifier.weight"].T)
     model.head.dense.bias.assign(state["classifier.bias"])
-    logits = model.predict(_inputs(reference["input_ids"], reference["attention_mask"]),
+    logits = model.predict(encoder_inputs(reference["input_ids"], reference["attention_mask"]),
                            verbose=0)
-    assert _max_diff(logits, reference["logits"]) <= TOLERANCE
+    assert max_diff(logits, reference["logits"]) <= TOLERANCE
 
 
 def test_tokenizer_json_gives_hugging_face_ids_and_bert_template():
-    reference = _reference("mlm")
+    reference = read_reference(DATA, "mlm")
     width = reference["input_ids"].shape[1]
     preprocessor = kbc.BertPreprocessor(os.path.join(DATA, "mlm"), seq_length=width)
     assert (preprocessor.cls_id, preprocessor.sep_id, preprocessor.pad_id) == (501, 502, 503)

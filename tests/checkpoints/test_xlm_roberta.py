@@ -19,6 +19,7 @@ from keras_bert_core.checkpoints.huggingface_writer import (
     huggingface_config,
     save_huggingface_checkpoint,
 )
+from tests.checkpoints.parity import encoder_inputs, max_diff
 from tests.models.test_families import PUBLISHED_PARAMETERS
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "xlm_roberta")
@@ -38,28 +39,18 @@ def pretrainer():
         return load_pretrainer(XLM_ROBERTA)
 
 
-def _inputs(reference):
-    ids = reference["input_ids"].astype("int32")
-    return {"token_ids": ids, "segment_ids": np.zeros_like(ids),
-            "padding_mask": reference["attention_mask"].astype("int32")}
-
-
-def _max_diff(actual, expected):
-    return float(np.abs(np.asarray(actual) - expected).max())
-
-
 def test_encoder_and_masked_lm_head_match_pytorch(pretrainer, reference):
     pretrainer, config = pretrainer
     assert (config.family, config.position_offset, config.type_vocab_size) == (
         "xlm-roberta", 2, 1)
     assert pretrainer.next_sentence is None
-    inputs = _inputs(reference)
+    inputs = encoder_inputs(reference["input_ids"], reference["attention_mask"])
     sequence = np.asarray(pretrainer.encoder(inputs)["sequence_output"])
     real = inputs["padding_mask"].astype(bool)
-    assert _max_diff(sequence[real], reference["sequence_output"]) <= TOLERANCE
+    assert max_diff(sequence[real], reference["sequence_output"]) <= TOLERANCE
     rows, columns = reference["mlm_positions"].T
     logits = pretrainer.masked_lm(sequence[rows, columns][None])[0]
-    assert _max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
+    assert max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
 
 
 def test_classifier_head_matches_pytorch(pretrainer, reference):
@@ -68,8 +59,9 @@ def test_classifier_head_matches_pytorch(pretrainer, reference):
     for layer, key in ((model.head.hidden, "dense"), (model.head.dense, "out_proj")):
         layer.kernel.assign(reference[f"classifier_{key}_weight"].T)
         layer.bias.assign(reference[f"classifier_{key}_bias"])
-    logits = model.predict(_inputs(reference), verbose=0)
-    assert _max_diff(logits, reference["logits"]) <= TOLERANCE
+    logits = model.predict(encoder_inputs(reference["input_ids"], reference["attention_mask"]),
+                           verbose=0)
+    assert max_diff(logits, reference["logits"]) <= TOLERANCE
 
 
 def _hf_ids():
@@ -172,4 +164,4 @@ def test_a_written_checkpoint_reads_back_as_xlm_roberta(pretrainer, tmp_path):
     assert config == encoder.config
     ids = {"token_ids": np.array([[0, 5, 6, 2]], "int32"),
            "segment_ids": np.zeros((1, 4), "int32"), "padding_mask": np.ones((1, 4), "int32")}
-    assert _max_diff(loaded(ids)["sequence_output"], encoder(ids)["sequence_output"]) == 0
+    assert max_diff(loaded(ids)["sequence_output"], encoder(ids)["sequence_output"]) == 0
