@@ -155,10 +155,15 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     task = serving_task(model, preprocessor, pairs, label_names, max_answer_length,
                         null_score_threshold)
     if preprocessor.tokenizer_kind == BYTE_PAIR and inputs == "text":
+        # ModernBERT's NFC normalization adds tf.text's NormalizeUTF8, which has no TFLite
+        # kernel either.
+        blocking = (*BPE_TFLITE_BLOCKING_OPS, *(
+            ["NormalizeUTF8"] if getattr(preprocessor.tokenizer, "normalization", None)
+            else []))
         raise ValueError(
             "a byte-level BPE (RoBERTa) preprocessor cannot tokenize inside a .tflite file: "
             "its tokenizer needs TensorFlow ops that are neither TFLite builtins nor tf.text "
-            f"TFLite ops ({', '.join(BPE_TFLITE_BLOCKING_OPS)}). Export with inputs='ids' "
+            f"TFLite ops ({', '.join(blocking)}). Export with inputs='ids' "
             "(token_ids, segment_ids, padding_mask in) and tokenize in the app, e.g. with "
             "Hugging Face tokenizers; or serve raw text with export_saved_model.")
     if task.default_prompt and inputs == "text":

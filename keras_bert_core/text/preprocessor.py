@@ -277,7 +277,9 @@ class BertPreprocessor(PreprocessingLayer):
         # WordPiece keeps the config it always had; BPE stores its vocabulary and merges,
         # SentencePiece its tokenizer (with its model and options). In a `.keras` file every
         # kind stores its tokenizer, whose vocabulary files are assets (text.vocabulary.assets).
-        if not self.tokenizer.config_holds_vocabulary:
+        if not self.tokenizer.config_holds_vocabulary or (
+                self.tokenizer_kind == BYTE_PAIR and (self.tokenizer.normalization
+                                                      or self.tokenizer.added_tokens)):
             vocabulary = {"vocabulary": None,
                           "tokenizer": keras.saving.serialize_keras_object(self.tokenizer)}
         elif self.tokenizer_kind == WORDPIECE:
@@ -339,7 +341,7 @@ def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes
             raise ValueError("BytePairTokenizer has no TFLite-compatible pipeline: its "
                              "pre-tokenization regex, string and ragged ops are not TFLite "
                              "ops (see export_tflite, which offers ids in for BPE models).")
-        return BytePairTokenizer(source.vocabulary, source.merges)
+        return BytePairTokenizer(source.vocabulary, source.merges, **source.options)
     if source.kind == FAIRSEQ_SENTENCEPIECE:
         if lower_case:
             raise ValueError("XLM-RoBERTa's SentencePiece vocabulary is cased: the tokenizer "

@@ -24,11 +24,18 @@ some bytes of a character gets that whole character there, exactly its own bytes
 Special tokens (``<s>``, ``</s>``, ``<pad>``, ``<mask>``, ``<unk>``) are never produced from
 text: ``"<s>"`` in a text is tokenized as its characters (the reference with
 ``split_special_tokens=True``). Byte-level BPE has no unknown input: every byte has a symbol.
+
+Two steps of ModernBERT's ``tokenizer.json`` come first where the tokenizer is given them:
+``normalization="NFC"`` (tf.text's ``NormalizeUTF8``; offsets are mapped back to the bytes of
+the input) and ``added_tokens``, the file's non-special added tokens, found in the normalized
+text as ``tokenizers`` finds them (see `added_tokens`).
 """
 
 import keras
 import tensorflow as tf
+import tensorflow_text as tf_text
 
+from keras_bert_core.text.byte_pair.added_tokens import added_token_pattern, split_added_tokens
 from keras_bert_core.text.byte_pair.pretokenization import (
     ASCII_PRETOKEN_PATTERN,
     ASCII_TEXT,
@@ -69,6 +76,11 @@ class BytePairTokenizer(Tokenizer):
             first) or a list of such strings. The config stores both in memory; a `.keras`
             file holds them as the assets `vocab.json` and `merges.txt` instead (see
             `text.vocabulary.assets`). Both None: no vocabulary until `load_assets` reads one.
+        normalization: None, or `"NFC"`: texts are NFC-normalized first (ModernBERT's
+            `tokenizer.json` normalizer).
+        added_tokens: tokens of the vocabulary found in the (normalized) text before
+            pre-tokenization, each becoming its own id (a `tokenizer.json`'s non-special
+            added tokens, e.g. ModernBERT's runs of spaces); None or empty: none.
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Example:
@@ -102,8 +114,12 @@ class BytePairTokenizer(Tokenizer):
             return SpecialTokenIds.SPECIAL_TOKENS
         return self.SPECIAL_TOKENS
 
-    def __init__(self, vocabulary, merges, **kwargs):
+    def __init__(self, vocabulary, merges, normalization=None, added_tokens=None, **kwargs):
         super().__init__(**kwargs)
+        if normalization not in (None, "NFC"):
+            raise ValueError(f"normalization must be None or 'NFC', got {normalization!r}")
+        self.normalization = normalization
+        self.added_tokens = list(added_tokens or [])
         self.vocabulary = self.merges = None
         if vocabulary is not None or merges is not None:
             self._set_vocabulary(vocabulary, merges)
@@ -143,6 +159,9 @@ class BytePairTokenizer(Tokenizer):
             ranks[self.vocabulary[left] * num_ids + self.vocabulary[right]] = rank
             merged_ids.append(self.vocabulary[left + right])
         self._num_ids = num_ids
+        unknown = [t for t in self.added_tokens if t not in self.vocabulary]
+        if unknown:
+            raise ValueError(f"Added token {unknown[0]!r} is not in the vocabulary.")
         # Created eagerly even when the layer is built inside a tf.function.
         with tf.init_scope():
             self._byte_ids = tf.constant([self.vocabulary[symbols[b]] for b in range(256)],
@@ -161,6 +180,13 @@ class BytePairTokenizer(Tokenizer):
                 [len(b) - len(b.lstrip(b" ")) for b in token_bytes], tf.int64)
             self._trailing_spaces = tf.constant(
                 [len(b) - len(b.rstrip(b" ")) for b in token_bytes], tf.int64)
+            self._added_ids = None
+            if self.added_tokens:
+                self._added_ids = tf.lookup.StaticHashTable(
+                    tf.lookup.KeyValueTensorInitializer(
+                        tf.constant(self.added_tokens),
+                        tf.constant([self.vocabulary[t] for t in self.added_tokens], tf.int32)),
+                    default_value=-1)
 
     # Vocabulary lookups (Python side).
     def vocabulary_size(self):
@@ -206,10 +232,19 @@ class BytePairTokenizer(Tokenizer):
         """Ids (and offsets) of each text: ASCII texts with the ASCII pattern, the others
         with the Unicode one, rows back in input order."""
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
-        return route_rows(
+        offsets_map = None
+        if self.normalization and with_offsets:
+            text, offsets_map = tf_text.normalize_utf8_with_offsets_map(text, self.normalization)
+        elif self.normalization:
+            text = tf_text.normalize_utf8(text, self.normalization)
+        outputs = route_rows(
             text, tf.strings.regex_full_match(text, ASCII_TEXT),
             self._route(ASCII_PRETOKEN_PATTERN, with_offsets),
             self._route(GPT2_PRETOKEN_PATTERN, with_offsets), dtypes)
+        if offsets_map is None:
+            return outputs
+        ids, starts, ends = outputs
+        return ids, _source_offsets(offsets_map, starts), _source_offsets(offsets_map, ends)
 
     def _route(self, pattern, with_offsets):
         def tokenize_rows(rows):
@@ -224,6 +259,35 @@ class BytePairTokenizer(Tokenizer):
                            experimental_attributes={"_noinline": True})
 
     def _tokenize_rows(self, text, pattern, with_offsets):
+        if not self.added_tokens:
+            return self._tokenize_pieces(text, pattern, with_offsets)
+        pieces, piece_starts, piece_ends, is_added = split_added_tokens(
+            text, added_token_pattern(self.added_tokens))
+        # Added tokens leave their piece empty for BPE and give its one id.
+        outputs = self._tokenize_pieces(tf.where(is_added, "", pieces.flat_values), pattern,
+                                        with_offsets)
+        one_if_added = tf.cast(is_added, tf.int64)
+        added = tf.RaggedTensor.from_row_lengths(
+            tf.boolean_mask(self._added_ids.lookup(pieces.flat_values), is_added),
+            one_if_added, validate=False)
+
+        def by_text(piece_values, added_values):
+            rows = tf.concat([piece_values, added_values], axis=1)
+            return tf.RaggedTensor.from_row_splits(rows, pieces.row_splits,
+                                                   validate=False).merge_dims(1, 2)
+
+        ids = by_text(outputs[0], added)
+        if not with_offsets:
+            return (ids,)
+        shift = tf.expand_dims(piece_starts.flat_values, 1)
+        starts = by_text(outputs[1] + shift,
+                         added.with_flat_values(tf.boolean_mask(piece_starts.flat_values,
+                                                                is_added)))
+        ends = by_text(outputs[2] + shift,
+                       added.with_flat_values(tf.boolean_mask(piece_ends.flat_values, is_added)))
+        return ids, starts, ends
+
+    def _tokenize_pieces(self, text, pattern, with_offsets):
         word_starts, word_ends = pretokenize(text, pattern)
         # The words' bytes, taken from the input by their offsets (string ops stop at a NUL
         # byte; these do not), spelled as UTF-8 (one character per byte) to compare them.
@@ -315,8 +379,19 @@ class BytePairTokenizer(Tokenizer):
 
     def get_config(self):
         config = super().get_config()
+        config.update({"normalization": self.normalization, "added_tokens": self.added_tokens})
         if self.config_holds_vocabulary:  # else the .keras assets hold it (text.vocabulary.assets)
             config.update({"vocabulary": dict(self.vocabulary), "merges": list(self.merges)})
         else:
             config.update({"vocabulary": None, "merges": None})
         return config
+
+
+def _source_offsets(offsets_map, offsets):
+    """Byte offsets in the normalized texts mapped to the input's. tf.text's
+    FindSourceOffsets miscounts the rows of a batch that ends with empty ones: every row gets
+    one more offset, dropped after."""
+    one_more = tf.RaggedTensor.from_row_lengths(
+        tf.zeros_like(offsets.row_lengths()), tf.ones_like(offsets.row_lengths()))
+    mapped = tf_text.find_source_offsets(offsets_map, tf.concat([offsets, one_more], axis=1))
+    return mapped[:, :-1]

@@ -71,7 +71,7 @@ def pretokenize(text, pattern):
     given = tf.where(gives)
     last_char = tf.strings.substr(tf.gather_nd(flat, given), -1, 1, unit="UTF8_CHAR")
     last_char = tf.scatter_nd(given, last_char, tf.shape(flat, out_type=tf.int64))
-    prefix = tf.concat([[""], last_char[:-1]], 0)
+    prefix = tf.concat([[""], last_char], 0)[:-1]  # no pieces at all: none
     kept = tf.strings.length(flat) - tf.strings.length(last_char)
     pieces = tf.strings.join([prefix, tf.strings.substr(flat, tf.zeros_like(kept), kept)])
     piece_starts = starts.flat_values - tf.cast(tf.strings.length(prefix), tf.int64)

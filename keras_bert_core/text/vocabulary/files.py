@@ -55,6 +55,11 @@ _CONFIG_OPTIONS = {
     FAIRSEQ_SENTENCEPIECE: {},
 }
 
+# BytePairTokenizer's steps before BPE (ModernBERT's tokenizer.json), as a folder's
+# tokenizer_config.json keeps them: key -> argument.
+_BYTE_PAIR_OPTIONS = {"normalization": "normalization",
+                      "matched_added_tokens": "added_tokens"}
+
 
 def find_vocabulary(vocabulary, merges=None):
     """The `VocabularySource` of a vocabulary given as a file, a folder or in memory.
@@ -146,6 +151,9 @@ def _folder_options(folder, kind):
     config = _read_json(os.path.join(folder, TOKENIZER_CONFIG)) or {}
     options = {argument: bool(config[key]) for key, argument in _CONFIG_OPTIONS[kind].items()
                if isinstance(config.get(key), bool)}
+    if kind == BYTE_PAIR:  # as write_vocabulary_files writes them
+        options.update({argument: config[key] for key, argument in _BYTE_PAIR_OPTIONS.items()
+                        if config.get(key)})
     if "lower_case" in _CONFIG_OPTIONS[kind].values() and "lower_case" not in options:
         lower_case = _normalizer_lowercases(_read_json(os.path.join(folder, "tokenizer.json")))
         if lower_case is not None:
@@ -214,6 +222,9 @@ def write_vocabulary_files(tokenizer, directory):
         with open(paths["merges.txt"], "w", encoding="utf-8") as f:
             f.write("#version: 0.2\n")
             f.writelines(merge + "\n" for merge in tokenizer.merges)
+        config.update({key: getattr(tokenizer, argument)
+                       for key, argument in _BYTE_PAIR_OPTIONS.items()
+                       if getattr(tokenizer, argument, None)})
     elif kind == FAIRSEQ_SENTENCEPIECE:  # reads text as it is: no options
         with open(paths["sentencepiece.bpe.model"], "wb") as f:
             f.write(sentencepiece_model_bytes(tokenizer))

@@ -3,9 +3,10 @@ tokenizer file (as sentence-transformers with transformers 5 saves them).
 
 Read only where the package's tokenizer gives the file's ids: a WordPiece model behind
 BERT's normalizer and pre-tokenizer (`BertTokenizer`), a BPE model behind GPT-2's
-byte-level pre-tokenizer (`BytePairTokenizer`), or XLM-RoBERTa's Unigram model
-(`XlmRobertaTokenizer`, see `unigram_json`). Any other setting (another Unigram model, another
-normalizer or pre-tokenizer, a word-piece prefix other than `##`, a non-special added token;
+byte-level pre-tokenizer and no normalizer or NFC (`BytePairTokenizer`; ModernBERT's), or
+XLM-RoBERTa's Unigram model (`XlmRobertaTokenizer`, see `unigram_json`). Any other setting
+(another Unigram model, another normalizer or pre-tokenizer, a word-piece prefix other than
+`##`, a WordPiece non-special added token, a BPE one that is not a plain string to find;
 beside it, a `tokenizer_config.json` `strip_accents` or `tokenize_chinese_chars` that
 transformers would apply) is refused in one line naming the file and the setting, never
 read into a tokenizer that would cut text differently.
@@ -30,8 +31,10 @@ def read_tokenizer_json(path):
       token `[UNK]`, prefix `##`: WordPiece, the tokens in id order, `lower_case` from the
       normalizer;
     - `"BPE"` with a `ByteLevel` pre-tokenizer (GPT-2's regex, no prefix space) and no
-      normalizer: byte-level BPE, `model.vocab` and `model.merges` (`"a b"` strings or
-      `[a, b]` pairs) as `vocab.json` and `merges.txt` hold them;
+      normalizer or `NFC`: byte-level BPE, `model.vocab` and `model.merges` (`"a b"` strings
+      or `[a, b]` pairs) as `vocab.json` and `merges.txt` hold them, the added tokens that
+      `model.vocab` lacks (ModernBERT's [CLS]... past it) joined to the vocabulary, and the
+      options `normalization` and `added_tokens` (see `byte_pair_added_tokens`);
     - `"Unigram"` laid out as XLM-RoBERTa's: the SentencePiece model it was converted from
       (`unigram_json.read_xlm_roberta_json`).
 
@@ -139,9 +142,10 @@ def _byte_pair(path, spec, model):
     if pre_tokenizer.get("type") != "ByteLevel":
         raise ValueError(f"{path}: a BPE model with pre_tokenizer {_kind(pre_tokenizer)}: "
                          "keras_bert_core reads byte-level BPE (ByteLevel) only")
-    if spec.get("normalizer"):
-        raise ValueError(f"{path}: normalizer {_kind(spec['normalizer'])} with byte-level "
-                         "BPE: keras_bert_core's BytePairTokenizer normalizes nothing")
+    normalizer = spec.get("normalizer") or None
+    if normalizer is not None and normalizer != {"type": "NFC"}:
+        raise ValueError(f"{path}: normalizer {_kind(normalizer)} with byte-level BPE: "
+                         "keras_bert_core's BytePairTokenizer reproduces no normalizer or NFC")
     _refuse_others(path, {
         "pre_tokenizer.add_prefix_space": (pre_tokenizer.get("add_prefix_space"), False),
         "pre_tokenizer.use_regex": (pre_tokenizer.get("use_regex", True), True),
@@ -155,11 +159,65 @@ def _byte_pair(path, spec, model):
             isinstance(m, str) or (isinstance(m, list) and len(m) == 2
                                    and all(isinstance(s, str) for s in m)) for m in merges):
         raise ValueError(f"{path}: model.merges is not a list of 'a b' strings or [a, b] pairs")
-    vocabulary = _vocabulary(path, model)
-    _check_added_tokens(path, spec, vocabulary)
+    vocabulary, added_tokens = byte_pair_added_tokens(path, spec, _vocabulary(path, model),
+                                                      normalizer is not None)
+    options = {}
+    if normalizer is not None:
+        options["normalization"] = "NFC"
+    if added_tokens:
+        options["added_tokens"] = added_tokens
     return VocabularySource(BYTE_PAIR, vocabulary,
                             [m if isinstance(m, str) else " ".join(m) for m in merges],
-                            read_from=path)
+                            options=options, read_from=path)
+
+
+def byte_pair_added_tokens(path, spec, vocabulary, normalizes):
+    """A BPE `tokenizer.json`'s added tokens: the vocabulary with those `model.vocab` lacks
+    (ModernBERT's [UNK] [CLS] [SEP] [PAD] [MASK] and [unused*] past its 50,280 tokens), and
+    the non-special ones, which `tokenizers` finds in the normalized text before
+    pre-tokenizing (ModernBERT's runs of spaces, `|||EMAIL_ADDRESS|||`...).
+
+    An added token keeps `model.vocab`'s id where `model.vocab` has it, and takes an id no
+    other token has where it does not. A non-special one must be a plain string to find:
+    `lstrip`, `rstrip` and `single_word` false, `normalized` true beside a normalizer.
+    Special tokens are never found in text, whatever their settings (the package's
+    tokenizers read text as `split_special_tokens=True` does).
+
+    Example:
+    >>> spec = {"added_tokens": [
+    ...     {"id": 3, "content": "  ", "special": False, "normalized": True},
+    ...     {"id": 9, "content": "[CLS]", "special": True, "lstrip": True}]}
+    >>> byte_pair_added_tokens("tokenizer.json", spec, {"a": 0, "b": 1, "ab": 2}, True)
+    ({'a': 0, 'b': 1, 'ab': 2, '  ': 3, '[CLS]': 9}, ['  '])
+    """
+    vocabulary = dict(vocabulary)
+    tokens = {i: t for t, i in vocabulary.items()}
+    found = []
+    for token in spec.get("added_tokens") or []:
+        content, token_id = token.get("content"), token.get("id")
+        if not isinstance(content, str) or not content or not isinstance(token_id, int) \
+                or token_id < 0:
+            raise ValueError(f"{path}: added token {json.dumps(token)} has no content or id")
+        if content in vocabulary and vocabulary[content] != token_id:
+            raise ValueError(f"{path}: added token {content!r} has id {token_id}, model.vocab "
+                             f"{vocabulary[content]}")
+        if content not in vocabulary and token_id in tokens:
+            raise ValueError(f"{path}: added token {content!r} has id {token_id}, which "
+                             f"model.vocab gives {tokens[token_id]!r}")
+        vocabulary[content], tokens[token_id] = token_id, content
+        if token.get("special", False):
+            continue
+        for field in ("lstrip", "rstrip", "single_word"):
+            if token.get(field, False):
+                raise ValueError(f"{path}: added token {content!r} has {field} true: "
+                                 "keras_bert_core finds non-special added tokens as plain "
+                                 "strings only")
+        if normalizes and token.get("normalized", True) is not True:
+            raise ValueError(f"{path}: added token {content!r} has normalized false beside "
+                             "the normalizer: keras_bert_core finds non-special added tokens "
+                             "in normalized text only")
+        found.append(content)
+    return vocabulary, found
 
 
 def _refuse_others(path, settings):
