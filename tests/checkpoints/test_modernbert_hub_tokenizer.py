@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 
+import keras
 import numpy as np
 import pytest
 
@@ -75,13 +76,19 @@ def test_vocabulary_files_and_config_keep_normalization_and_added_tokens(referen
 
 def test_hub_layout_folder_loads_end_to_end(reference, hub_folder, tmp_path):
     encoder, preprocessor = kbc.from_preset(str(hub_folder))
-    features = preprocessor(reference["texts"][:4])
+    texts = reference["texts"][:4]
+    assert real_ids(preprocessor(texts)) == reference["input_ids"][:4]
+    # A task model carries the preprocessor through a .keras file (vocabulary as assets,
+    # normalization and added tokens in the config).
+    model = kbc.BertClassifier(encoder, num_classes=2, preprocessor=preprocessor)
+    model.save(tmp_path / "model.keras")
+    restored = keras.saving.load_model(tmp_path / "model.keras")
+    assert restored.preprocessor.tokenizer.added_tokens == preprocessor.tokenizer.added_tokens
+    features = restored.preprocessor(texts)
     assert real_ids(features) == reference["input_ids"][:4]
-    same, _ = kbc.load_checkpoint(str(hub_folder))
-    np.testing.assert_allclose(encoder(features)["sequence_output"],
-                               same(features)["sequence_output"], atol=1e-6)
+    np.testing.assert_allclose(restored(features), model(features), atol=1e-6)
     with pytest.raises(ValueError, match="NormalizeUTF8.*inputs='ids'"):
-        export_tflite(encoder, preprocessor, str(tmp_path / "model.tflite"))
+        export_tflite(model, preprocessor, str(tmp_path / "model.tflite"))
 
 
 @pytest.mark.parametrize("change, message", [
