@@ -62,6 +62,23 @@ def corpus():
             for path in sorted((ROOT / "keras_bert_core").rglob("*.py"))]
 
 
+def bert_template(ids):
+    """ModernBERT's post-processor: BERT's `[CLS] A [SEP] B [SEP]`, one token type; `ids`
+    maps [CLS] and [SEP] to their ids."""
+    def special(token):
+        return {"SpecialToken": {"id": token, "type_id": 0}}
+
+    def sequence(name):
+        return {"Sequence": {"id": name, "type_id": 0}}
+
+    return {"type": "TemplateProcessing",
+            "single": [special("[CLS]"), sequence("A"), special("[SEP]")],
+            "pair": [special("[CLS]"), sequence("A"), special("[SEP]"), sequence("B"),
+                     special("[SEP]")],
+            "special_tokens": {token: {"id": token, "ids": [ids[token]], "tokens": [token]}
+                               for token in ("[CLS]", "[SEP]")}}
+
+
 def train_tokenizer(folder):
     """tokenizer.json (+ tokenizer_config.json) as ModernBERT's: GPT-2 byte-level BPE, no
     normalizer, special tokens at the end of the vocabulary, BERT's template."""
@@ -81,18 +98,7 @@ def train_tokenizer(folder):
                       "lstrip": token == "[MASK]", "rstrip": False, "normalized": False,
                       "special": True})
     spec["added_tokens"] = added
-    spec["post_processor"] = {
-        "type": "TemplateProcessing",
-        "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                   {"Sequence": {"id": "A", "type_id": 0}},
-                   {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-        "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                 {"Sequence": {"id": "A", "type_id": 0}},
-                 {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                 {"Sequence": {"id": "B", "type_id": 0}},
-                 {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-        "special_tokens": {token: {"id": token, "ids": [vocab[token]], "tokens": [token]}
-                           for token in ("[CLS]", "[SEP]")}}
+    spec["post_processor"] = bert_template(vocab)
     fast = tokenizers.Tokenizer.from_str(json.dumps(spec))
     tokenizer = transformers.PreTrainedTokenizerFast(
         tokenizer_object=fast, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",

@@ -35,6 +35,7 @@ import shutil
 
 import tokenizers
 import transformers
+from make_modernbert_fixtures import bert_template
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(__file__).with_name("data") / "modernbert"
@@ -118,18 +119,7 @@ def tokenizer_spec():
         "added_tokens": added_tokens,
         "normalizer": {"type": "NFC"},
         "pre_tokenizer": byte_level,
-        "post_processor": {
-            "type": "TemplateProcessing",
-            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                       {"Sequence": {"id": "A", "type_id": 0}},
-                       {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-            "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                     {"Sequence": {"id": "A", "type_id": 0}},
-                     {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                     {"Sequence": {"id": "B", "type_id": 0}},
-                     {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-            "special_tokens": {t: {"id": t, "ids": [ids[t]], "tokens": [t]}
-                               for t in ("[CLS]", "[SEP]")}},
+        "post_processor": bert_template(ids),
         "decoder": byte_level,
         "model": {"type": "BPE", "dropout": None, "unk_token": None,
                   "continuing_subword_prefix": None, "end_of_word_suffix": None,
