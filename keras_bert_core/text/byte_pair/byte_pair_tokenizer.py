@@ -27,15 +27,16 @@ text: ``"<s>"`` in a text is tokenized as its characters (the reference with
 
 Two steps of ModernBERT's ``tokenizer.json`` come first where the tokenizer is given them:
 ``normalization="NFC"`` (tf.text's ``NormalizeUTF8``; offsets are mapped back to the bytes of
-the input) and ``added_tokens``, the file's non-special added tokens, found in the normalized
-text as ``tokenizers`` finds them (see `added_tokens`).
+the input; see `normalization` for the rare texts it orders otherwise) and ``added_tokens``,
+the file's non-special added tokens, found in the normalized text as ``tokenizers`` finds
+them (see `added_tokens`).
 """
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_bert_core.text.byte_pair.added_tokens import added_token_pattern, split_added_tokens
+from keras_bert_core.text.byte_pair.normalization import normalize, source_offsets
 from keras_bert_core.text.byte_pair.pretokenization import (
     ASCII_PRETOKEN_PATTERN,
     ASCII_TEXT,
@@ -233,10 +234,8 @@ class BytePairTokenizer(Tokenizer):
         with the Unicode one, rows back in input order."""
         dtypes = (tf.int32, tf.int64, tf.int64) if with_offsets else (tf.int32,)
         offsets_map = None
-        if self.normalization and with_offsets:
-            text, offsets_map = tf_text.normalize_utf8_with_offsets_map(text, self.normalization)
-        elif self.normalization:
-            text = tf_text.normalize_utf8(text, self.normalization)
+        if self.normalization:
+            text, offsets_map = normalize(text, self.normalization, with_offsets)
         outputs = route_rows(
             text, tf.strings.regex_full_match(text, ASCII_TEXT),
             self._route(ASCII_PRETOKEN_PATTERN, with_offsets),
@@ -244,7 +243,7 @@ class BytePairTokenizer(Tokenizer):
         if offsets_map is None:
             return outputs
         ids, starts, ends = outputs
-        return ids, _source_offsets(offsets_map, starts), _source_offsets(offsets_map, ends)
+        return ids, source_offsets(offsets_map, starts), source_offsets(offsets_map, ends)
 
     def _route(self, pattern, with_offsets):
         def tokenize_rows(rows):
@@ -386,12 +385,3 @@ class BytePairTokenizer(Tokenizer):
             config.update({"vocabulary": None, "merges": None})
         return config
 
-
-def _source_offsets(offsets_map, offsets):
-    """Byte offsets in the normalized texts mapped to the input's. tf.text's
-    FindSourceOffsets miscounts the rows of a batch that ends with empty ones: every row gets
-    one more offset, dropped after."""
-    one_more = tf.RaggedTensor.from_row_lengths(
-        tf.zeros_like(offsets.row_lengths()), tf.ones_like(offsets.row_lengths()))
-    mapped = tf_text.find_source_offsets(offsets_map, tf.concat([offsets, one_more], axis=1))
-    return mapped[:, :-1]
