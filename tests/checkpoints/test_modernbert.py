@@ -125,3 +125,16 @@ def test_tokenizer_json_gives_hugging_face_ids_and_bert_template():
     expected = reference["long_input_ids"]
     np.testing.assert_array_equal(np.asarray(long["token_ids"])[:len(expected)], expected)
     assert int(np.asarray(long["padding_mask"]).sum()) == len(expected)
+
+
+def test_embedder_mean_pools_and_normalizes_pytorchs_states(mlm_encoder):
+    encoder, _ = mlm_encoder
+    reference = read_reference(DATA, "mlm")
+    mask = reference["attention_mask"]
+    vectors = kbc.BertEmbedder(encoder).predict(
+        encoder_inputs(reference["input_ids"], mask), verbose=0)
+    # The reference's states sit at its real tokens, row after row.
+    rows = np.split(reference["sequence_output"], np.cumsum(mask.sum(axis=1))[:-1])
+    means = np.stack([row.mean(axis=0) for row in rows])
+    expected = means / np.linalg.norm(means, axis=1, keepdims=True)
+    assert max_diff(vectors, expected) <= TOLERANCE
