@@ -3,12 +3,15 @@
 The same small encoder (2 layers x 128, ELECTRA's configuration) is pretrained with each
 objective on the demo's corpus (the standard library's docstrings, `kbc demo`) for the same
 budget of process CPU time, then fine-tuned on the demo's task (the stdlib area a docstring
-documents, 5 topics, trained on some modules and scored on held-out ones) for the same
-epochs; three seeds each, the objectives taking turns. Process CPU time, with TensorFlow on
-one thread each way, is what the budget counts, so other work on a shared machine changes
-the wall time, not the compute each run gets.
+documents, 5 topics, trained on some modules and scored on held-out ones) as `kbc demo`
+fine-tunes (5 epochs on all its training texts, lr 5e-4); three seeds each, the objectives
+taking turns (`--objectives ... none` adds the control: fine-tuning from random weights).
+Process CPU time, with TensorFlow on one thread each way, is what the budget counts, so
+other work on a shared machine changes the wall time, not the compute each run gets. After
+ELECTRA's pretraining a probe on fresh batches says whether its discriminator learned more
+than the constant answer "nothing replaced".
 
-    nice python bench/electra_vs_mlm.py                 # 150 CPU-s each, about 25 CPU-min
+    nice python bench/electra_vs_mlm.py                 # 150 CPU-s each, about 21 CPU-min
     nice python bench/electra_vs_mlm.py --budget 60     # a shorter run
 
 Writes `bench/results/electra_vs_mlm.json` and prints the markdown table of
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import pathlib
+import sys
 import tempfile
 import time
 
@@ -46,12 +50,17 @@ from keras_bert_core.text import BertTokenizer  # noqa: E402
 
 OUTPUT = pathlib.Path(__file__).with_name("results") / "electra_vs_mlm.json"
 SEQ_LENGTH, BATCH_SIZE = 64, 32
+OBJECTIVES = ("mlm", "electra", "none")
+
+
+WINDOW = 50  # steps per `fit` epoch: the last epoch's averages are the run's final scores
 
 
 class CPUBudget(keras.callbacks.Callback):
     """Stops `fit` once the process has spent `seconds` of CPU time in it after its first
     step (which traces and compiles the step: each objective pays that once, outside the
-    budget); counts the steps."""
+    budget); counts the steps. Its `logs` are the averages over the last `WINDOW` steps or
+    fewer (Keras averages within an epoch)."""
 
     def __init__(self, seconds):
         super().__init__()
@@ -76,6 +85,29 @@ class CPUBudget(keras.callbacks.Callback):
         self.logs = {key: float(value) for key, value in (logs or {}).items()}
 
 
+def detection_probe(model, dataset, batches=8):
+    """The discriminator on fresh batches: the share of real tokens the generator's samples
+    replaced, the loss of always answering that share (what a discriminator that learned
+    nothing reaches), its own loss, and its recall and precision on replaced tokens."""
+    replaced, logits = [], []
+    for x, y, weights in dataset.take(batches):
+        out = model({**x, "masked_ids": y["mlm"], "masked_weights": weights["mlm"]},
+                    training=False)
+        real = x["padding_mask"].numpy() > 0
+        replaced.append(out["replaced"].numpy()[..., 0][real])
+        logits.append(out["rtd"].numpy()[..., 0][real])
+    replaced, logits = np.concatenate(replaced) > 0, np.concatenate(logits)
+    share = replaced.mean()
+    loss = np.mean(np.logaddexp(0.0, logits) - replaced * logits)  # sigmoid cross-entropy
+    said = logits > 0
+    return {"replaced_share": float(share),
+            "constant_answer_loss": float(-(share * np.log(share)
+                                            + (1 - share) * np.log(1 - share))),
+            "rtd_loss": float(loss),
+            "rtd_recall": float((said & replaced).sum() / max(1, replaced.sum())),
+            "rtd_precision": float((said & replaced).sum() / max(1, said.sum()))}
+
+
 def pretrained_encoder(objective, seed, budget, corpus, vocab, max_steps):
     keras.utils.set_random_seed(seed)
     config = BertConfig.preset("electra_small", vocab_size=len(vocab), num_layers=2,
@@ -85,15 +117,19 @@ def pretrained_encoder(objective, seed, budget, corpus, vocab, max_steps):
         [corpus], BertTokenizer(vocab), SEQ_LENGTH, BATCH_SIZE,
         max_predictions=round(0.15 * SEQ_LENGTH), seed=seed, pair_task="none")
     encoder = BertEncoder(config)
+    if objective == "none":  # the control: fine-tuning from random weights
+        return encoder, {"cpu_seconds": 0.0, "first_step_cpu_seconds": 0.0,
+                         "wall_seconds": 0.0, "steps": 0, "last_metrics": {}}
     if objective == "electra":
         model = ElectraPretrainer(encoder, generator_size=0.25, rtd_weight=50.0, seed=seed)
     else:
         model = BertPretrainer(encoder, next_sentence=False)
     compile_for_training(model, TrainingOptions(learning_rate=1e-3, seed=seed), max_steps)
     budget_callback = CPUBudget(budget)
-    model.fit(dataset, epochs=1, steps_per_epoch=max_steps, callbacks=[budget_callback],
-              verbose=0)
-    return model.encoder, {"cpu_seconds": budget_callback.spent,
+    model.fit(dataset, epochs=max_steps // WINDOW, steps_per_epoch=WINDOW,
+              callbacks=[budget_callback], verbose=0)
+    probe = detection_probe(model, dataset) if objective == "electra" else {}
+    return model.encoder, {**probe, "cpu_seconds": budget_callback.spent,
                            "first_step_cpu_seconds": budget_callback.compile_seconds,
                            "wall_seconds": budget_callback.wall, "steps": budget_callback.steps,
                            "last_metrics": budget_callback.logs}
@@ -104,12 +140,23 @@ def main():
     parser.add_argument("--budget", type=float, default=150.0,
                         help="CPU seconds of pretraining per run (default: 150)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--finetune-epochs", type=int, default=2)
-    parser.add_argument("--train-examples", type=int, default=1024)
-    parser.add_argument("--held-out-examples", type=int, default=512)
+    # Fine-tuning as `kbc demo` does: 5 epochs on every training text, scored on every
+    # held-out one.
+    parser.add_argument("--finetune-epochs", type=int, default=5)
+    parser.add_argument("--train-examples", type=int, help="default: all")
+    parser.add_argument("--held-out-examples", type=int, help="default: all")
+    parser.add_argument("--objectives", nargs="+", choices=OBJECTIVES,
+                        default=["mlm", "electra"],
+                        help="none: fine-tune from random weights, the control")
+    parser.add_argument("--output", type=pathlib.Path, default=OUTPUT)
     parser.add_argument("--max-steps", type=int, default=3000,
                         help="the learning-rate schedule's length (the budget ends runs first)")
+    parser.add_argument("--table", type=pathlib.Path, metavar="JSON",
+                        help="only print the markdown table of a result file")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text())))
+        return
     start = time.perf_counter()
     work = pathlib.Path(tempfile.mkdtemp(prefix="electra_vs_mlm-"))
     docstrings = read_docstrings()
@@ -124,8 +171,8 @@ def main():
     runs = []
     for index, seed in enumerate(args.seeds):
         # The objectives take turns, so neither always runs on a busier machine.
-        order = ("mlm", "electra") if index % 2 == 0 else ("electra", "mlm")
-        for objective in order:
+        shift = index % len(args.objectives)
+        for objective in args.objectives[shift:] + args.objectives[:shift]:
             keras.backend.clear_session()
             encoder, pretraining = pretrained_encoder(objective, seed, args.budget, corpus,
                                                       vocab, args.max_steps)
@@ -143,7 +190,7 @@ def main():
                          "majority_baseline": finetuning["majority_baseline"]})
             print(json.dumps(runs[-1]), flush=True)
     summary = {}
-    for objective in ("mlm", "electra"):
+    for objective in args.objectives:
         mine = [run for run in runs if run["objective"] == objective]
         accuracy = np.array([run["held_out_accuracy"] for run in mine])
         summary[objective] = {
@@ -153,21 +200,32 @@ def main():
                                       for run in mine],
             "accuracy_mean": float(accuracy.mean()), "accuracy_std": float(accuracy.std(ddof=1))
             if len(accuracy) > 1 else 0.0, "accuracies": accuracy.tolist()}
-    result = {"budget_cpu_seconds": args.budget, "seeds": args.seeds,
+    result = {"command": " ".join(["bench/electra_vs_mlm.py", *sys.argv[1:]]),
+              "budget_cpu_seconds": args.budget, "seeds": args.seeds,
               "finetune_epochs": args.finetune_epochs, "train_examples": len(train),
               "held_out_examples": len(held_out), "load_average_end": list(os.getloadavg()),
               "wall_minutes": (time.perf_counter() - start) / 60, "summary": summary,
               "runs": runs}
-    OUTPUT.parent.mkdir(exist_ok=True)
-    OUTPUT.write_text(json.dumps(result, indent=2) + "\n")
-    print("| objective | pretraining CPU-s per run | steps | wall s | held-out accuracy "
-          "(mean ± sd) | per seed |")
-    print("|---|---:|---|---|---:|---|")
-    for objective, s in summary.items():
-        print(f"| {objective} | {args.budget:.0f} | {s['steps']} | {s['pretrain_wall_seconds']} "
-              f"| {s['accuracy_mean']:.1%} ± {s['accuracy_std']:.1%} | "
-              f"{[round(a, 3) for a in s['accuracies']]} |")
+    args.output.parent.mkdir(exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
 
 
-if __name__ == "__main__":
-    main()
+def table(result):
+    """The markdown table of `bench/RESULTS.md` for a result of this benchmark."""
+    def listed(values, digits=0):
+        return ", ".join(f"{value:.{digits}f}" for value in values)
+
+    lines = ["| objective | pretraining CPU-s per run (+ first step) | steps | wall s "
+             "| fine-tuning CPU-s | held-out accuracy, mean ± sd | per seed |",
+             "|---|---|---|---|---|---:|---|"]
+    for objective, s in result["summary"].items():
+        runs = [run for run in result["runs"] if run["objective"] == objective]
+        first = listed([run["pretraining"]["first_step_cpu_seconds"] for run in runs], 1)
+        lines.append(
+            f"| {objective} | {listed(s['pretrain_cpu_seconds'])} (+ {first}) "
+            f"| {listed(s['steps'])} | {listed(s['pretrain_wall_seconds'])} "
+            f"| {listed([run['finetune_cpu_seconds'] for run in runs])} "
+            f"| **{s['accuracy_mean']:.1%} ± {s['accuracy_std']:.1%}** "
+            f"| {', '.join(f'{a:.1%}' for a in s['accuracies'])} |")
+    return "\n".join(lines)

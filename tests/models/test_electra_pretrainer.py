@@ -78,3 +78,33 @@ def test_fit_under_a_two_replica_strategy(tmp_path):
     for run in ("keras_step", "xla_per_replica"):
         assert all(np.isfinite(result[run]["loss"])), result
     assert result["xla_per_replica"]["per_replica_xla"] is True
+
+
+def test_detection_loss_averages_over_every_real_token_and_no_padding():
+    # ELECTRA's (and Model Garden's) objective: masked-LM loss over the real predictions
+    # plus the weight times the discriminator's sigmoid cross-entropy averaged over every
+    # non-padding token (replaced or not), from one forward pass.
+    config = kbc.BertConfig.preset("electra_small", vocab_size=30, num_layers=1,
+                                   hidden_size=8, num_heads=2, intermediate_size=16,
+                                   embedding_size=None, max_position_embeddings=8)
+    model = kbc.ElectraPretrainer(kbc.BertEncoder(config), generator_size=0.5, rtd_weight=7.0,
+                                  seed=0)
+    ids = np.array([[2, 10, 4, 12, 4, 3, 0, 0], [2, 4, 9, 3, 0, 0, 0, 0]], "int32")
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+         "padding_mask": (ids > 0).astype("int32"),
+         "masked_positions": np.array([[2, 4], [1, 0]], "int32"),
+         "masked_ids": np.array([[11, 13], [5, 0]], "int32"),
+         "masked_weights": np.array([[1.0, 1.0], [1.0, 0.0]], "float32")}
+    out = model(x, training=False)
+    loss = model.compute_loss(x, {"mlm": x["masked_ids"]}, out,
+                              {"mlm": x["masked_weights"]}, training=False)
+    probabilities = keras.ops.softmax(out["mlm"]).numpy()
+    picked = np.take_along_axis(probabilities, x["masked_ids"][..., None], -1)[..., 0]
+    mlm = -(np.log(picked) * x["masked_weights"]).sum() / x["masked_weights"].sum()
+    logits, replaced = out["rtd"].numpy()[..., 0], out["replaced"].numpy()[..., 0]
+    real = x["padding_mask"] > 0
+    assert not replaced[~real].any()  # padding is never written
+    detection = np.logaddexp(0.0, logits) - replaced * logits
+    np.testing.assert_allclose(float(loss), mlm + 7.0 * detection[real].mean(), rtol=1e-4)
+    # (the padding's logits are not zero, so counting them would change the mean)
+    assert not np.isclose(detection[real].mean(), detection.mean(), rtol=1e-4)
