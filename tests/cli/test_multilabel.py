@@ -1,8 +1,8 @@
 """`kbc finetune --task multilabel` on a non-BERT family (DistilBERT: no pooler, its own
 head): it learns label sets, tunes its thresholds on the validation data, `evaluate` reports
 micro and macro F1 and each label's precision and recall, and `predict` answers label sets,
-the same from the run and from its `.keras` file copied out (the exports:
-tests/tasks/test_multilabel.py)."""
+the same from the run, from its `.keras` file copied out, from its preset and from its
+SavedModel (`kbc export`; both exports in Python: tests/tasks/test_multilabel.py)."""
 
 import json
 import random
@@ -74,6 +74,21 @@ def test_finetune_evaluates_and_predicts_label_sets(kbc, labeled, tmp_path):
     shutil.copy(run_dir / "model.keras", copied)
     from_file = kbc("predict", copied, "--input", texts)
     assert from_file.code == 0 and from_file.out == from_run.out
+
+    # Exported: a preset answers as the run; both exports serve the same label sets.
+    output = tmp_path / "export"
+    exported = kbc("export", run_dir, "-o", output, "--format", "saved_model", "preset")
+    assert exported.code == 0, exported.err
+    from_preset = kbc("predict", output / "preset", "--input", texts)
+    assert from_preset.code == 0 and from_preset.out == from_run.out, from_preset.err
+    served = kbc("predict", output / "saved_model", "--input", texts)
+    assert served.code == 0, served.err
+    for answer, run_answer in zip(json_lines(served.out), answers, strict=True):
+        assert sorted(name for name in answer["label_names"] if name) == sorted(
+            run_answer["labels"])
+        assert answer["probabilities"] == pytest.approx(
+            [run_answer["probabilities"][name] for name in ("complaint", "praise", "speed")],
+            abs=1e-4)
 
 
 def test_a_label_list_of_numbers_in_jsonl_is_one_line(kbc, tmp_path):

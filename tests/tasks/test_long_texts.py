@@ -3,6 +3,8 @@ join, a classifier's answer as the aggregate of its windows', and one long raw t
 one answer out (a class, a label set, tags), alike from Keras, the SavedModel and the
 `.tflite` file."""
 
+import pathlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,6 +22,7 @@ from keras_bert_core.text.windows import (
 from tests.tasks.helpers import VOCAB
 
 SEQ_LENGTH, STRIDE, MAX_WINDOWS = 16, 7, 6
+TEXT_DATA = pathlib.Path(__file__).resolve().parents[1] / "text" / "data"
 # Words of the test vocabulary, each one wordpiece.
 FILLER = "the river flows through field and sky shone over sea".split()
 
@@ -78,6 +81,32 @@ def test_windows_follow_the_spans_and_join_back_at_the_most_central_window():
     for name, value in rows.items():
         assert long_windows[name].numpy()[:, 0].tolist() == value.numpy().tolist()
     assert long_windows["token_ids"].shape[1] == 1
+
+
+@pytest.mark.parametrize("vocabulary", [
+    pytest.param(TEXT_DATA / "bpe" / "vocab.json", id="byte_pair"),
+    pytest.param(TEXT_DATA / "sentencepiece" / "spiece.model", id="sentencepiece")])
+def test_windows_of_other_tokenizers_hold_their_pieces_between_their_own_ends(vocabulary):
+    """Byte-pair (RoBERTa: <s> ... </s>) and SentencePiece (ALBERT) texts window as
+    WordPiece ones do: window k is the text's pieces from k * stride on, between the
+    tokenizer's own first and last tokens, as the plain preprocessor packs the whole text."""
+    text = " ".join(_text(60, seed=3).split()) + " Hello world, again!"
+    pre = kbc.LongTextPreprocessor(str(vocabulary), seq_length=SEQ_LENGTH, stride=STRIDE,
+                                   max_windows=64, static_shape=False)
+    whole = kbc.BertPreprocessor(str(vocabulary), seq_length=512, static_shape=False)([text])
+    row = whole["token_ids"].numpy()[0][:whole["padding_mask"].numpy()[0].sum()]
+    pieces, first, last = row[1:-1], row[0], row[-1]
+    spans = window_spans(len(pieces), SEQ_LENGTH - 2, STRIDE, 64)
+    assert spans[-1][0] + spans[-1][1] == len(pieces) and len(spans) > 3
+    windows = pre([text])
+    for k, (start, size) in enumerate(spans):
+        assert windows["token_ids"][0, k, :size + 2].numpy().tolist() == [
+            first, *pieces[start:start + size], last], k
+        assert windows["padding_mask"][0, k].numpy().sum() == size + 2
+    plain = kbc.BertPreprocessor(str(vocabulary), seq_length=SEQ_LENGTH,
+                                 static_shape=False)(["Hello world"])
+    assert pre(["Hello world"])["token_ids"].numpy()[:, 0].tolist() == plain[
+        "token_ids"].numpy().tolist()
 
 
 def test_a_long_texts_answer_is_the_aggregate_of_its_windows():
