@@ -1,5 +1,5 @@
 """Keras layers of BERT, in `keras.ops`; only the training-time XLA fusion of `fusion` (GELU,
-LayerNorm) uses TensorFlow, when Keras runs on it."""
+LayerNorm, dropout) uses TensorFlow, when Keras runs on it."""
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention, attention_bias
 from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention

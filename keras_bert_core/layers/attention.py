@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert_core.layers.attention_masks import MASK_PENALTY, allowed_keys, attention_bias
 from keras_bert_core.layers.chunked_attention import attend
+from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
 from keras_bert_core.layers.rotary import rotary_tables, rotate
 
@@ -92,7 +93,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.key = dense("key")
         self.value = dense("value")
         self.output_dense = dense("output")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value, self.output_dense):

@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
+from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.relative_positions import (
     log_bucket_positions,
     relative_position_buckets,
@@ -63,7 +64,7 @@ class DisentangledSelfAttention(MultiHeadSelfAttention):
         self.buckets = buckets
         self.max_relative_positions = max_relative_positions
         self.position_dropout = position_dropout
-        self.position_dropout_layer = keras.layers.Dropout(
+        self.position_dropout_layer = Dropout(
             position_dropout, dtype=self.dtype_policy, name="position_dropout")
 
     def _heads(self, dense, rows, shape):

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
 from keras_bert_core.layers.layer_norm import LayerNorm
 
@@ -75,7 +76,7 @@ class BertEmbeddings(keras.layers.Layer):
         # LayerNorm statistics stay in float32 under mixed precision.
         self.layer_norm = LayerNorm(
             epsilon=layer_norm_eps, center=use_bias, dtype="float32", name="layer_norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None
         if self.table_size != hidden_size:
             self.projection = FlatDense(

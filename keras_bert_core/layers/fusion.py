@@ -27,8 +27,9 @@ def fusion(elementwise=True, dense=True):
     either way, to float rounding; only the ops that compute them differ.
 
     Args:
-        elementwise: GELU and `LayerNorm` as one XLA kernel each way while training; `False`
-            leaves them TensorFlow's chains of element-wise ops.
+        elementwise: GELU, `LayerNorm` and `Dropout` as one XLA kernel each way while
+            training; `False` leaves them TensorFlow's chains of element-wise ops (and
+            dropout Keras's random masks).
         dense: `FlatDense` flattens the leading axes so that its matmul and bias fuse; `False`
             runs `keras.layers.Dense.call` on the input as it is.
 

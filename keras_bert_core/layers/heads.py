@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_bert_core.layers.activations import ACTIVATIONS, activate
 from keras_bert_core.layers.attention import MASK_PENALTY
+from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
 from keras_bert_core.layers.layer_norm import LayerNorm
 
@@ -189,7 +190,7 @@ class ClassificationHead(keras.layers.Layer):
         self.hidden_norm_epsilon = hidden_norm_epsilon
         self.use_bias = use_bias
         self.hidden_norm = None  # made in `build`, with the hidden layer
-        self.dropout_layer = keras.layers.Dropout(dropout, name="dropout")
+        self.dropout_layer = Dropout(dropout, name="dropout")
         self.hidden = None  # made in `build`: its width is the input's
         self.dense = keras.layers.Dense(
             num_classes, kernel_initializer=_truncated_normal(initializer_range),

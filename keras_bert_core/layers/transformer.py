@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_core.layers.activations import ACTIVATIONS, activate
 from keras_bert_core.layers.attention import MultiHeadSelfAttention
 from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention
+from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
 from keras_bert_core.layers.layer_norm import LayerNorm
 
@@ -125,7 +126,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             width, use_bias=self.use_bias, kernel_initializer=init, dtype=policy, name="output")
         self.output_norm = LayerNorm(epsilon=self.layer_norm_eps, center=self.use_bias,
                                      dtype="float32", name="output_norm")
-        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=policy, name="dropout")
+        self.dropout_layer = Dropout(self.dropout, dtype=policy, name="dropout")
         self.attention.build(input_shape)
         self.intermediate.build(input_shape)
         self.output_dense.build((*input_shape[:-1], self.intermediate_size))
