@@ -9,6 +9,7 @@ from keras import ops
 from keras_bert_core.layers.pooling import SentencePooling
 from keras_bert_core.models.embedding_losses import ContrastiveLoss
 from keras_bert_core.models.encoder import INPUT_NAMES, encoder_inputs
+from keras_bert_core.models.gradient_cache import cached_train_step
 from keras_bert_core.models.task import TaskModel
 from keras_bert_core.models.text_inputs import check_text_form, is_text_spec
 
@@ -85,6 +86,10 @@ class BertEmbedder(TaskModel):
     each column is embedded alone, and the loss sees `y_pred` float32 `[batch, C, dim]`
     (its `y_true` is the data's `y`, zeros where there is none). The default loss is
     `ContrastiveLoss` (in-batch negatives), the optimizer `BertAdamW(5e-5)`, no metrics.
+
+    Large batches on small memory: `compile(mini_batch_size=n)` trains with gradient
+    caching (GradCache): the loss and gradients of the whole batch, in the memory of `n`
+    examples (see `compile`).
 
     Length buckets: short queries need not pay for long documents' padding. `fit` and
     `evaluate` pad each column of a batch on its own, to the smallest of `length_buckets`
@@ -283,6 +288,34 @@ class BertEmbedder(TaskModel):
 
     def default_compile_args(self):
         return {"loss": ContrastiveLoss(), "metrics": []}
+
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", mini_batch_size=None,
+                **kwargs):
+        """`TaskModel.compile`, and `mini_batch_size`: None, or train with gradient caching
+        (GradCache; sentence-transformers' `CachedMultipleNegativesRankingLoss` and its
+        `mini_batch_size`): `fit` embeds each batch this many examples at a time, computes
+        the loss over the whole batch's vectors (every example's in-batch negatives are the
+        whole batch's), then embeds each mini-batch again and backpropagates its share
+        (`models.gradient_cache`). Memory holds one mini-batch's activations, so a batch of
+        thousands trains where a few dozen fit, for a second forward pass; the loss and
+        gradients are the whole batch's. Runs without XLA (`jit_compile` is set False).
+        """
+        if mini_batch_size is not None and (not isinstance(mini_batch_size, int)
+                                            or isinstance(mini_batch_size, bool)
+                                            or mini_batch_size < 1):
+            raise ValueError(f"mini_batch_size must be None or a positive int; "
+                             f"got {mini_batch_size!r}")
+        super().compile(optimizer, loss, metrics=metrics, **kwargs)
+        self.mini_batch_size = mini_batch_size
+        if mini_batch_size is not None:
+            self._compile_args.args["mini_batch_size"] = mini_batch_size
+            # Its loops run over mini-batches of the batch's own (last: smaller) sizes.
+            self.jit_compile = self.jit_compile_per_replica = False
+
+    def train_step(self, data):
+        if self.mini_batch_size is None:
+            return super().train_step(data)
+        return cached_train_step(self, data, self.mini_batch_size)
 
     def get_config(self):
         return {**super().get_config(), "pooling": self.pooling,

@@ -176,3 +176,50 @@ def test_length_buckets_pad_each_column_alone_and_change_no_loss_or_gradient():
     assert kbc.BertEmbedder.from_config(model.get_config()).length_buckets == "auto"
     with pytest.raises(ValueError, match="length_buckets must be"):
         kbc.BertEmbedder(tiny(), length_buckets=[0, 8])
+
+
+def test_gradient_caching_takes_the_whole_batch_step_in_mini_batches():
+    # GradCache (`compile(mini_batch_size=3)`: mini-batches of 3, 3 and 1) gives the loss
+    # and gradients of the whole batch of 7: each anchor's negatives are all 14 candidates.
+    from keras_bert_core.models.gradient_cache import random_states
+
+    def embedder(dropout):
+        config = dict(dropout=dropout, attention_dropout=dropout)
+        return kbc.BertEmbedder(kbc.BertEncoder(kbc.BertConfig.preset(
+            "tiny", vocab_size=len(VOCAB), max_position_embeddings=64, num_layers=1,
+            hidden_size=32, num_heads=2, intermediate_size=64, **config)),
+            preprocessor=kbc.BertPreprocessor(VOCAB, seq_length=32))
+
+    words = VOCAB[5:]
+    columns = tuple([" ".join(words[(i * 3 + c + k) % len(words)] for k in range(2 + i % 4))
+                     for i in range(7)] for c in range(3))  # anchor, positive, hard negative
+    model = embedder(0.0)
+    x = model.preprocess_text(columns, static_shape=True)
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(x, None, model(x, training=True))
+    gradients = [np.asarray(tf.convert_to_tensor(g))
+                 for g in tape.gradient(loss, model.trainable_weights)]
+    initial = [np.asarray(weight) for weight in model.trainable_weights]
+    model.compile(optimizer=keras.optimizers.SGD(1.0), mini_batch_size=3)
+    history = model.fit(columns, batch_size=7, epochs=1, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], [float(loss)], rtol=1e-5)
+    for before, after, gradient in zip(initial, model.trainable_weights, gradients,
+                                       strict=True):
+        np.testing.assert_allclose(before - np.asarray(after), gradient, atol=1e-5)
+    assert model.get_compile_config()["mini_batch_size"] == 3
+
+    # With dropout, the second pass draws the first pass's masks: one mini-batch of the
+    # whole batch takes exactly the step without caching (the same seeds).
+    plain, cached = embedder(0.1), embedder(0.1)
+    cached.set_weights(plain.get_weights())
+    for mine, theirs in zip(random_states(cached), random_states(plain), strict=True):
+        mine.assign(theirs)
+    plain.compile(optimizer=keras.optimizers.SGD(1.0), run_eagerly=True)  # no tracing
+    cached.compile(optimizer=keras.optimizers.SGD(1.0), mini_batch_size=7, run_eagerly=True)
+    losses = [m.fit(columns, batch_size=7, shuffle=False, verbose=0).history["loss"]
+              for m in (plain, cached)]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    for a, b in zip(plain.get_weights(), cached.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    with pytest.raises(ValueError, match="mini_batch_size must be"):
+        cached.compile(mini_batch_size=0)
