@@ -229,3 +229,7 @@ def table(result):
             f"| **{s['accuracy_mean']:.1%} ± {s['accuracy_std']:.1%}** "
             f"| {', '.join(f'{a:.1%}' for a in s['accuracies'])} |")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
