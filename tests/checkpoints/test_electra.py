@@ -9,12 +9,15 @@ import json
 import os
 import re
 
+import keras
 import numpy as np
+import tensorflow as tf
 from safetensors.numpy import load_file
 
 import keras_bert_core as kbc
 from keras_bert_core.checkpoints import load_checkpoint, load_pretrainer
 from keras_bert_core.checkpoints.loader import read_pretraining_head_weights
+from keras_bert_core.export import export_saved_model, export_tflite
 from keras_bert_core.layers import ClassificationHead
 from tests.checkpoints.parity import max_diff, read_reference, reference_inputs
 from tests.models.test_families import PUBLISHED_PARAMETERS
@@ -63,18 +66,46 @@ def test_generator_and_its_masked_lm_head_match_pytorch():
     assert max_diff(logits, reference["mlm_logits"]) <= TOLERANCE
 
 
-def test_the_classifier_head_is_electras_and_matches_pytorch():
+def _classifier():
+    """The classifier folder's model, its head's weights from the checkpoint."""
     folder = os.path.join(ELECTRA, "classifier")
-    encoder, config = load_checkpoint(folder)
-    model = kbc.BertClassifier(encoder, num_classes=3)
+    encoder, _ = load_checkpoint(folder)
+    model = kbc.BertClassifier(encoder, num_classes=3, dropout=0.0)
     state = load_file(os.path.join(folder, "model.safetensors"))
     # dense + GELU on the first token, then out_proj.
     for layer, key in ((model.head.hidden, "classifier.dense"),
                        (model.head.dense, "classifier.out_proj")):
         layer.kernel.assign(state[f"{key}.weight"].T)
         layer.bias.assign(state[f"{key}.bias"])
+    return model, folder
+
+
+def test_the_classifier_head_is_electras_and_matches_pytorch():
+    model, _ = _classifier()
     logits = model.predict(reference_inputs(read_reference(ELECTRA, "classifier")), verbose=0)
     assert max_diff(logits, read_reference(ELECTRA, "classifier")["logits"]) <= TOLERANCE
+
+
+def test_the_classifiers_saved_model_and_tflite_take_raw_text_and_answer_as_keras(tmp_path):
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+
+    model, folder = _classifier()
+    preprocessor = kbc.BertPreprocessor(folder, seq_length=32)
+    texts = ["the value of the list", "Return a new list, sorted.", "x"]
+    expected = np.asarray(keras.ops.softmax(
+        model(preprocessor(texts, static_shape=False), training=False)))
+    served = tf.saved_model.load(str(export_saved_model(
+        model, preprocessor, tmp_path / "saved", warmup=False)))
+    probabilities = served.signatures["serving_default"](text=tf.constant(texts))
+    assert max_diff(probabilities["probabilities"], expected) <= 1e-5
+    interpreter = InterpreterWithCustomOps(
+        model_path=str(export_tflite(model, preprocessor, tmp_path / "model.tflite")),
+        custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS)
+    runner = interpreter.get_signature_runner("serving_default")
+    on_device = [runner(text=np.array([text.encode()], dtype=object))["probabilities"][0]
+                 for text in texts]
+    assert max_diff(np.stack(on_device), expected) <= 1e-4
 
 
 # Hugging Face's rules (load_tf_weights_in_electra) that turn google-research/electra
