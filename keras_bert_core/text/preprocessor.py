@@ -277,9 +277,11 @@ class BertPreprocessor(PreprocessingLayer):
         # WordPiece keeps the config it always had; BPE stores its vocabulary and merges,
         # SentencePiece its tokenizer (with its model and options). In a `.keras` file every
         # kind stores its tokenizer, whose vocabulary files are assets (text.vocabulary.assets).
-        if not self.tokenizer.config_holds_vocabulary or (
-                self.tokenizer_kind == BYTE_PAIR and (self.tokenizer.normalization
-                                                      or self.tokenizer.added_tokens)):
+        # A BPE tokenizer with steps before BPE (NFC, added tokens) stores itself whole: the
+        # vocabulary-and-merges form, kept for the configs of earlier releases, has no room.
+        steps_before_bpe = self.tokenizer_kind == BYTE_PAIR and (
+            self.tokenizer.normalization or self.tokenizer.added_tokens)
+        if not self.tokenizer.config_holds_vocabulary or steps_before_bpe:
             vocabulary = {"vocabulary": None,
                           "tokenizer": keras.saving.serialize_keras_object(self.tokenizer)}
         elif self.tokenizer_kind == WORDPIECE:

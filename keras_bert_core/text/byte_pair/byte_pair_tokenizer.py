@@ -384,4 +384,3 @@ class BytePairTokenizer(Tokenizer):
         else:
             config.update({"vocabulary": None, "merges": None})
         return config
-
