@@ -1,6 +1,8 @@
 """Worker for test_embedding_losses: a tiny model that outputs [B, C, D] vectors trained with
 `ContrastiveLoss` on one device and on a 2-replica `MirroredStrategy` over two logical CPUs
-(configured before TensorFlow starts), from the same weights on the same global batches.
+(configured before TensorFlow starts), from the same weights on the same global batches;
+and on the strategy with gradient caching (`BertEmbedder.compile(mini_batch_size=...)`'s
+train step), each replica's 4 examples in mini-batches of 3 and 1.
 
 Usage: python -m tests.models.embedding_losses_mirrored RESULT_JSON
 """
@@ -19,31 +21,40 @@ import numpy as np  # noqa: E402
 
 import keras_bert_core as kbc  # noqa: E402
 from keras_bert_core.models.embedding_losses import ContrastiveLoss  # noqa: E402
-from tests.training.toys import write_result  # noqa: E402
+from keras_bert_core.models.gradient_cache import cached_train_step  # noqa: E402
+from tests.training.toys import step_losses, write_result  # noqa: E402
 
-STEPS, GLOBAL_BATCH, COLUMNS, FEATURES = 4, 8, 3, 6
+STEPS, GLOBAL_BATCH, COLUMNS, FEATURES, MINI_BATCH = 4, 8, 3, 6, 3
 rng = np.random.default_rng(0)
 X = rng.normal(size=(STEPS * GLOBAL_BATCH, COLUMNS, FEATURES)).astype("float32")
-Y = np.zeros(len(X), "float32")
 
 
-def tiny_model():
+class GradientCachingModel(keras.Model):
+    """Trains with `BertEmbedder`'s gradient-caching step, on a model far cheaper to trace
+    than an embedder's encoder."""
+
+    def train_step(self, data):
+        return cached_train_step(self, data, MINI_BATCH)
+
+
+def tiny_model(model_class=keras.Model):
     inputs = keras.Input((COLUMNS, FEATURES))
     hidden = keras.layers.Dense(8, activation="tanh")(inputs)
-    return keras.Model(inputs, keras.layers.Dense(4)(hidden))
+    return model_class(inputs, keras.layers.Dense(4)(hidden))
 
 
-def train(strategy, initial, symmetric):
+def train(strategy, initial, symmetric, model_class=keras.Model):
     """Per-step losses and final weights of `STEPS` SGD steps from `initial`."""
     with strategy.scope():
-        model = tiny_model()
+        model = tiny_model(model_class)
         model.set_weights(initial)
         model.compile(optimizer=keras.optimizers.SGD(0.5),
                       loss=ContrastiveLoss(scale=5.0, symmetric=symmetric))
-    # One step per epoch, so each epoch's loss is that step's loss, not a running mean.
-    dataset = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL_BATCH).repeat()
-    history = model.fit(dataset, steps_per_epoch=1, epochs=STEPS, verbose=0)
-    return history.history["loss"], model.get_weights()
+    return step_losses(model, X, GLOBAL_BATCH, STEPS)
+
+
+def max_difference(weights, others):
+    return max(float(np.max(np.abs(a - b))) for a, b in zip(weights, others, strict=True))
 
 
 def embedder_jit_compile(strategy):
@@ -81,8 +92,11 @@ def main(result_path):
         mirrored_losses, mirrored_weights = train(mirrored, initial, symmetric)
         result[f"symmetric={symmetric}"] = {
             "single": single_losses, "mirrored": mirrored_losses,
-            "max_weight_difference": max(float(np.max(np.abs(a - b))) for a, b in
-                                         zip(single_weights, mirrored_weights, strict=True))}
+            "max_weight_difference": max_difference(single_weights, mirrored_weights)}
+    cached_losses, cached_weights = train(mirrored, initial, True, GradientCachingModel)
+    result["gradient_caching"] = {
+        "mirrored": cached_losses,
+        "max_weight_difference": max_difference(single_weights, cached_weights)}
     # The first step's loss with the initial weights, over the global batch of 8, and as
     # two replicas would see it if each had only its own 4 examples' negatives.
     model = tiny_model()

@@ -156,6 +156,11 @@ def test_two_replicas_train_as_one_device_with_the_global_batch(tmp_path):
     first = result["symmetric=False"]["mirrored"][0]
     np.testing.assert_allclose(first, result["global_closed_form"], rtol=1e-5)
     assert abs(first - result["per_replica_closed_form"]) > 0.1
+    # Gradient caching under the strategy: each replica's mini-batches of 3 and 1, the
+    # symmetric loss over the global batch: one device's whole-batch steps.
+    cached = result["gradient_caching"]
+    np.testing.assert_allclose(cached["mirrored"], result["symmetric=True"]["single"], atol=1e-5)
+    assert cached["max_weight_difference"] < 1e-5
     # --xla under the strategy: no per-replica XLA step (it cannot gather), said once.
     assert result["embedder_under_xla"]["jit_compile"] == [False, False]
     assert len(result["embedder_under_xla"]["warnings"]) == 1

@@ -1,6 +1,8 @@
 """Worker for test_distribution: one of two `MultiWorkerMirroredStrategy` workers on
 localhost (the test sets TF_CONFIG). Each worker starts from its own random weights and sees
-its own half of every batch; equal final weights prove broadcast and all-reduce.
+its own half of every batch; equal final weights prove broadcast and all-reduce. Then each
+fits a tiny `BertEmbedder` with `ContrastiveLoss` on its half of fixed global batches, whose
+negatives must come from both workers' halves.
 
 Usage: python -m tests.training.multi_worker SEED RUN_DIR RESULT_JSON
 """
@@ -20,9 +22,17 @@ from keras_bert_core.training import (  # noqa: E402
     fit_resumable,
     training_callbacks,
 )
-from tests.training.toys import toy_classifier, toy_dataset, write_result  # noqa: E402
+from tests.training.toys import (  # noqa: E402
+    step_losses,
+    toy_classifier,
+    toy_columns,
+    toy_dataset,
+    toy_embedder,
+    write_result,
+)
 
 STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH = 3, 2, 8
+EMBEDDER_STEPS = 3
 
 
 def main(seed, run_dir, result_path):
@@ -36,9 +46,15 @@ def main(seed, run_dir, result_path):
         callbacks=training_callbacks(run_dir, tensorboard=False, strategy=strategy))
     weights = model.get_weights()
     np.savez(result_path + ".npz", *weights)
+    with strategy.scope():
+        embedder = toy_embedder()
+    initial = embedder.get_weights()  # the chief's, broadcast
+    embedder_losses, trained = step_losses(
+        embedder, toy_columns(EMBEDDER_STEPS * GLOBAL_BATCH), GLOBAL_BATCH, EMBEDDER_STEPS)
+    np.savez(result_path + ".embedder.npz", *initial, *trained)
     write_result(result_path, replicas=strategy.num_replicas_in_sync,
                  iterations=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
-                 losses=history.history["loss"])
+                 losses=history.history["loss"], embedder_losses=embedder_losses)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.framework.config import is_op_determinism_enabled
 
+from keras_bert_core.models.embedding_losses import ContrastiveLoss
 from keras_bert_core.training import (
     create_optimizer,
     distribution_strategy,
@@ -18,8 +19,11 @@ from tests.training.toys import (
     cluster_environments,
     read_output,
     run_script,
+    step_losses,
     toy_classifier,
+    toy_columns,
     toy_dataset,
+    toy_embedder,
 )
 
 
@@ -149,3 +153,27 @@ def test_two_workers_train_with_fit_to_identical_weights(tmp_path):
     for mine, theirs in zip(model.get_weights(), (weights[0][name] for name in weights[0].files),
                             strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+    # Then each worker embeds its half of each global batch of 8 (3 steps); the contrastive
+    # loss takes its negatives from both halves (gathered across the workers), so both train
+    # as one device with the whole batch, from the chief's weights.
+    runs = [np.load(path + ".embedder.npz") for path in results]
+    count = len(runs[0].files) // 2
+    initial, trained = ([[run[name] for name in run.files[part]] for run in runs]
+                        for part in (slice(count), slice(count, None)))
+    for a, b in zip(*initial, strict=True):
+        np.testing.assert_array_equal(a, b)
+    embedder = toy_embedder()
+    embedder.set_weights(initial[0])
+    x = toy_columns(3 * 8)
+    vectors = embedder({name: value[:8] for name, value in x.items()})
+    loss = ContrastiveLoss(scale=5.0)
+    halves = (float(loss(np.zeros(4), vectors[:4])) + float(loss(np.zeros(4), vectors[4:]))) / 2
+    one_device_losses, one_device_weights = step_losses(embedder, x, 8, 3)
+    assert len(set(np.round(one_device_losses, 3))) == 3  # the steps differ
+    for report, weights in zip(reports, trained, strict=True):
+        np.testing.assert_allclose(report["embedder_losses"], one_device_losses, atol=1e-5)
+        # Not what each worker's own 4 examples' negatives would give.
+        assert abs(report["embedder_losses"][0] - halves) > 0.1
+        for mine, theirs in zip(weights, one_device_weights, strict=True):
+            np.testing.assert_allclose(mine, theirs, atol=1e-5)

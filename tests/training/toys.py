@@ -1,6 +1,7 @@
-"""A tiny BERT classifier and a learnable toy dataset, shared by the training tests and the
-worker scripts they start (`python -m tests.training.<script>` from the repository root),
-and the means to start such scripts as a cluster of workers on localhost."""
+"""A tiny BERT classifier and a learnable toy dataset, a tiny embedder and its contrastive
+columns, shared by the training tests and the worker scripts they start
+(`python -m tests.training.<script>` from the repository root), and the means to start
+such scripts as a cluster of workers on localhost."""
 
 import json
 import os
@@ -9,12 +10,14 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import keras_bert_core as kbc
 from keras_bert_core.models.classifier import BertClassifier
+from keras_bert_core.models.embedding_losses import ContrastiveLoss
 
 SEQ = 16
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,6 +53,33 @@ def toy_dataset(batch_size, num_examples=64, seed=0):
     """The toy examples batched with static shapes, in a fixed order."""
     return tf.data.Dataset.from_tensor_slices(toy_examples(num_examples, seed)).batch(
         batch_size, drop_remainder=True)
+
+
+def toy_embedder(**compile_kwargs):
+    """A `BertEmbedder` (mean pooling, unit vectors) on the tiny encoder, compiled without
+    XLA with SGD(0.5) and `ContrastiveLoss(scale=5)` unless `compile_kwargs` say otherwise."""
+    model = kbc.BertEmbedder(kbc.BertEncoder(tiny_config()))
+    model.compile(**{"optimizer": keras.optimizers.SGD(0.5), "loss": ContrastiveLoss(scale=5.0),
+                     "jit_compile": False, **compile_kwargs})
+    return model
+
+
+def toy_columns(num_examples, seed=0):
+    """Encoder inputs `[num_examples, 3, SEQ]` (anchor, positive, hard negative) for
+    `toy_embedder`."""
+    ids = np.random.default_rng(seed).integers(4, 64, size=(num_examples, 3, SEQ))
+    ids = ids.astype("int32")
+    return {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+
+
+def step_losses(model, x, batch_size, steps):
+    """Each step's loss (one step per epoch, so not a running mean) and the final weights of
+    `steps` steps of `model.fit` on `x`'s batches of `batch_size` in order, labels zero."""
+    first = tf.nest.flatten(x)[0]
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.zeros(len(first), "float32")))
+    history = model.fit(dataset.batch(batch_size).repeat(), steps_per_epoch=1, epochs=steps,
+                        shuffle=False, verbose=0)
+    return history.history["loss"], model.get_weights()
 
 
 def write_result(path, **values):
