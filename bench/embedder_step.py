@@ -9,7 +9,8 @@ length 128, length buckets, `kbc.ContrastiveLoss(scale=20)`, Adam 2e-5) with the
 tokenized beforehand, so that only the step is timed: `train_on_batch` on the first
 `--batches` batches. Every variant is a model of its own in this process; after a warmup
 (two passes over the batches: tracing, XLA compiles) the variants take turns, a pass each
-per round, so that the shared machine's load reaches them alike. Reported: CPU seconds of
+per round (with `--alternate`, a step each on every batch), so that the shared machine's
+load reaches them alike. Reported: CPU seconds of
 the process per step (`time.process_time`, all threads; at `--threads 1` no thread spins
 while it waits, so CPU time is the work), median and mean over rounds and batches, and each
 variant's speed-up over the first. Variants (join with `+` to combine):
@@ -18,6 +19,10 @@ variant's speed-up over the first. Variants (join with `+` to combine):
 - `keras_dropout`: Keras's `Dropout` (Philox masks) instead of the package's (hash masks,
   one XLA kernel each way, `layers/dropout.py`);
 - `no_dropout`: every dropout rate 0 (what dropout costs at all);
+- `layer_norm_3d`: the fused LayerNorm kernels on `[batch, seq, width]`, as before they ran
+  on `[rows, width]` (`layers/layer_norm.py`);
+- `keras_weight_gradient`: `FlatDense`'s kernel gradient as TensorFlow's `MatMul` gradient
+  (`transpose_a`), as before `layers/flat_dense.py` took it as a batch matmul;
 - `bert_adamw`: `kbc.BertAdamW(2e-5, weight_decay=0, epsilon=1e-8, global_clipnorm=1.0)`,
   sentence-transformers' trainer's settings (AdamW, no decay, clipping at 1) with the
   package's one-kernel Adam update;
@@ -28,6 +33,7 @@ Writes bench/results/embedder_step.json (`--out`).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -40,6 +46,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import embedding_speed  # noqa: E402
 import retrieval_task  # noqa: E402
+
+
+def tracing_context(name):
+    """The context that variant `name`'s step is traced in."""
+    from unittest import mock
+
+    import tensorflow as tf
+
+    from keras_bert_core.layers import flat_dense, layer_norm
+
+    stack = contextlib.ExitStack()
+    if "layer_norm_3d" in name.split("+"):
+        stack.enter_context(mock.patch.object(layer_norm, "_rows", lambda x: x))
+    if "keras_weight_gradient" in name.split("+"):
+        stack.enter_context(mock.patch.object(
+            flat_dense, "_matmul_bias",
+            lambda rows, kernel, bias: tf.nn.bias_add(tf.matmul(rows, kernel), bias)))
+    return stack
 
 
 def variant_model(name, args):
@@ -68,7 +92,7 @@ def variant_model(name, args):
             optimizer = keras.optimizers.Adam(2e-5, epsilon=1e-8, global_clipnorm=1.0)
         elif part == "xla":
             jit_compile = True
-        elif part != "default":
+        elif part not in ("default", "layer_norm_3d", "keras_weight_gradient"):
             raise SystemExit(f"unknown variant {part!r}")
     embedder.compile(optimizer=optimizer, loss=kbc.ContrastiveLoss(scale=20.0),
                      jit_compile=jit_compile)
@@ -85,6 +109,9 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--out", default="embedder_step.json")
+    parser.add_argument("--alternate", action="store_true",
+                        help="variants take turns every step (on the same batch), not every "
+                             "pass: differences of a few percent show through the load")
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -103,14 +130,22 @@ def main():
     warmup = {}
     for name, model in models.items():
         start = time.process_time()
-        for batch in batches * 2:
-            model.train_on_batch(batch)
+        with tracing_context(name):  # every batch's shapes are traced here
+            for batch in batches * 2:
+                model.train_on_batch(batch)
         warmup[name] = round(time.process_time() - start, 1)
     steps = {name: [] for name in models}
     loads = []
     for index in range(args.rounds):
         loads.append(os.getloadavg())
-        for name, model in models.items():
+        if args.alternate:  # every batch: each variant one step, the order reversed each time
+            for position, batch in enumerate(batches):
+                order = list(models.items())
+                for name, model in order[::-1] if (index + position) % 2 else order:
+                    start = time.process_time()
+                    model.train_on_batch(batch)
+                    steps[name].append(time.process_time() - start)
+        for name, model in models.items() if not args.alternate else ():
             for batch in batches:
                 start = time.process_time()
                 model.train_on_batch(batch)
@@ -118,10 +153,16 @@ def main():
         print(f"round {index + 1}, load {loads[-1][0]:.1f}: " + ", ".join(
             f"{name} {statistics.median(s[-len(batches):]):.3f}" for name, s in steps.items()),
             flush=True)
-    base = statistics.median(next(iter(steps.values())))
+    first_steps = next(iter(steps.values()))
+    base = statistics.median(first_steps)
     variants = {name: {"cpu_s_per_step_median": round(statistics.median(s), 4),
                        "cpu_s_per_step_mean": round(statistics.fmean(s), 4),
                        "speedup_over_first": round(base / statistics.median(s), 3),
+                       # Step by step against the first's step on the same batch, next to it.
+                       "paired_ratio_to_first_median": round(statistics.median(
+                           b / a for a, b in zip(first_steps, s, strict=True)), 3),
+                       "paired_ratio_to_first_mean": round(statistics.fmean(
+                           b / a for a, b in zip(first_steps, s, strict=True)), 3),
                        "warmup_cpu_s": warmup[name],
                        "cpu_s_per_step": [round(x, 3) for x in s]}
                 for name, s in steps.items()}
@@ -131,11 +172,13 @@ def main():
     os.makedirs(common.RESULTS_DIR, exist_ok=True)
     with open(os.path.join(common.RESULTS_DIR, args.out), "w") as f:
         f.write(json.dumps(result, indent=2) + "\n")
-    print("| variant | CPU s/step, median | mean | vs first | warmup CPU s |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| variant | CPU s/step, median | mean | vs first | step / first's step, median |"
+          " mean | warmup CPU s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, v in variants.items():
         print(f"| {name} | {v['cpu_s_per_step_median']:.3f} | {v['cpu_s_per_step_mean']:.3f} | "
-              f"{v['speedup_over_first']:.3f}x | {v['warmup_cpu_s']} |")
+              f"{v['speedup_over_first']:.3f}x | {v['paired_ratio_to_first_median']:.3f} | "
+              f"{v['paired_ratio_to_first_mean']:.3f} | {v['warmup_cpu_s']} |")
 
 
 if __name__ == "__main__":
