@@ -2,11 +2,13 @@
 made once per session and reused by the tests that read, export or continue them."""
 
 import dataclasses
+import fcntl
 import io
 import json
 import os
 import pathlib
 import random
+import shutil
 from unittest import mock
 
 import pytest
@@ -94,41 +96,57 @@ def _kbc(*argv):
     assert main([str(arg) for arg in argv]) == 0
 
 
+def built_once(tmp_path_factory, name, build):
+    """The folder `build(folder)` writes, built by whichever pytest-xdist worker asks first;
+    the others wait for it and read the same folder (tests read it, never write it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's
+    shared = root / "built_once"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed part way
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def pretrain_run(tmp_path_factory, corpus, tiny_config):
-    run_dir = tmp_path_factory.mktemp("runs") / "pretrain"
-    _kbc("pretrain", corpus, "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 32,
-         "--batch-size", 4, "--epochs", 2, "--steps-per-epoch", 2, "--run-dir", run_dir)
-    return run_dir
+    return built_once(tmp_path_factory, "pretrain", lambda run_dir: _kbc(
+        "pretrain", corpus, "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 32,
+        "--batch-size", 4, "--epochs", 2, "--steps-per-epoch", 2, "--run-dir", run_dir))
 
 
 @pytest.fixture(scope="session")
 def classify_run(tmp_path_factory, pretrain_run):
-    run_dir = tmp_path_factory.mktemp("runs") / "classify"
-    _kbc("finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
-         "--validation", DATA / "sentiment.csv", "--text-column", "review",
-         "--checkpoint", pretrain_run, "--seq-length", 32, "--batch-size", 2, "--epochs", 2,
-         "--learning-rate", 1e-3, "--run-dir", run_dir)
-    return run_dir
+    return built_once(tmp_path_factory, "classify", lambda run_dir: _kbc(
+        "finetune", "--task", "classify", "--train", DATA / "sentiment.csv",
+        "--validation", DATA / "sentiment.csv", "--text-column", "review",
+        "--checkpoint", pretrain_run, "--seq-length", 32, "--batch-size", 2, "--epochs", 2,
+        "--learning-rate", 1e-3, "--run-dir", run_dir))
 
 
 @pytest.fixture(scope="session")
 def run_preset(classify_run, tmp_path_factory):
     """The preset `kbc export --format preset` writes from the fine-tuned classifier run
     (read it; copy it to change it)."""
-    output = tmp_path_factory.mktemp("exports") / "export"
-    with mock.patch.dict(os.environ):
-        _kbc("export", classify_run, "-o", output, "--format", "preset")
-    return output / "preset"
+    def export(output):
+        with mock.patch.dict(os.environ):
+            _kbc("export", classify_run, "-o", output, "--format", "preset")
+
+    return built_once(tmp_path_factory, "classify_export", export) / "preset"
 
 
 @pytest.fixture(scope="session")
 def embed_run(tmp_path_factory, tiny_config):
     """A tiny embedding model fine-tuned on pairs (`kbc finetune --task embed`), validated on
     its own pairs."""
-    run_dir = tmp_path_factory.mktemp("runs") / "embed"
-    _kbc("finetune", "--task", "embed", "--train", DATA / "pairs.csv", "--validation",
-         DATA / "pairs.csv", "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 16,
-         "--batch-size", 4, "--epochs", 1, "--learning-rate", 1e-3, "--length-buckets", 8, 16,
-         "--run-dir", run_dir)
-    return run_dir
+    return built_once(tmp_path_factory, "embed", lambda run_dir: _kbc(
+        "finetune", "--task", "embed", "--train", DATA / "pairs.csv", "--validation",
+        DATA / "pairs.csv", "--vocab", VOCAB, "--config", tiny_config, "--seq-length", 16,
+        "--batch-size", 4, "--epochs", 1, "--learning-rate", 1e-3, "--length-buckets", 8, 16,
+        "--run-dir", run_dir))

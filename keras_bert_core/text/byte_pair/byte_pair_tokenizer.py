@@ -278,11 +278,13 @@ class BytePairTokenizer(Tokenizer):
         ids = by_text(outputs[0], added)
         if not with_offsets:
             return (ids,)
-        shift = tf.expand_dims(piece_starts.flat_values, 1)
-        starts = by_text(outputs[1] + shift,
+        # Each token's piece start, gathered (a ragged + [pieces, 1] sum would trace ragged
+        # broadcasting's many shape ops).
+        shift = tf.gather(piece_starts.flat_values, outputs[1].value_rowids())
+        starts = by_text(outputs[1].with_flat_values(outputs[1].flat_values + shift),
                          added.with_flat_values(tf.boolean_mask(piece_starts.flat_values,
                                                                 is_added)))
-        ends = by_text(outputs[2] + shift,
+        ends = by_text(outputs[2].with_flat_values(outputs[2].flat_values + shift),
                        added.with_flat_values(tf.boolean_mask(piece_ends.flat_values, is_added)))
         return ids, starts, ends
 

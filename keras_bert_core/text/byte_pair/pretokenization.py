@@ -76,10 +76,13 @@ def pretokenize(text, pattern):
     pieces = tf.strings.join([prefix, tf.strings.substr(flat, tf.zeros_like(kept), kept)])
     piece_starts = starts.flat_values - tf.cast(tf.strings.length(prefix), tf.int64)
     _, word_starts, word_ends = tf_text.regex_split_with_offsets(pieces, pattern, pattern)
-    shift = tf.expand_dims(piece_starts, 1)
+    # Each word's piece, for the shift to its text's bytes (a gather: adding a [pieces, 1]
+    # tensor to the ragged offsets would trace ragged broadcasting's many shape ops).
+    shift = tf.gather(piece_starts, word_starts.value_rowids())
+    words_by_text = tf.gather(word_starts.row_splits, starts.row_splits)
 
     def by_text(offsets_in_pieces):
-        return tf.RaggedTensor.from_row_splits(
-            offsets_in_pieces + shift, starts.row_splits, validate=False).merge_dims(1, 2)
+        return tf.RaggedTensor.from_row_splits(offsets_in_pieces.flat_values + shift,
+                                               words_by_text, validate=False)
 
     return by_text(word_starts), by_text(word_ends)
