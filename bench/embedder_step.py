@@ -139,30 +139,28 @@ def main():
     for index in range(args.rounds):
         loads.append(os.getloadavg())
         if args.alternate:  # every batch: each variant one step, the order reversed each time
-            for position, batch in enumerate(batches):
-                order = list(models.items())
-                for name, model in order[::-1] if (index + position) % 2 else order:
-                    start = time.process_time()
-                    model.train_on_batch(batch)
-                    steps[name].append(time.process_time() - start)
-        for name, model in models.items() if not args.alternate else ():
-            for batch in batches:
-                start = time.process_time()
-                model.train_on_batch(batch)
-                steps[name].append(time.process_time() - start)
+            order = list(models.items())
+            turns = [(model_item, batch) for position, batch in enumerate(batches)
+                     for model_item in (order[::-1] if (index + position) % 2 else order)]
+        else:  # each variant a pass over the batches
+            turns = [(model_item, batch) for model_item in models.items() for batch in batches]
+        for (name, model), batch in turns:
+            start = time.process_time()
+            model.train_on_batch(batch)
+            steps[name].append(time.process_time() - start)
         print(f"round {index + 1}, load {loads[-1][0]:.1f}: " + ", ".join(
             f"{name} {statistics.median(s[-len(batches):]):.3f}" for name, s in steps.items()),
             flush=True)
     first_steps = next(iter(steps.values()))
     base = statistics.median(first_steps)
+    # Step by step against the first variant's step on the same batch, next to it.
+    ratios = {name: [b / a for a, b in zip(first_steps, s, strict=True)]
+              for name, s in steps.items()}
     variants = {name: {"cpu_s_per_step_median": round(statistics.median(s), 4),
                        "cpu_s_per_step_mean": round(statistics.fmean(s), 4),
                        "speedup_over_first": round(base / statistics.median(s), 3),
-                       # Step by step against the first's step on the same batch, next to it.
-                       "paired_ratio_to_first_median": round(statistics.median(
-                           b / a for a, b in zip(first_steps, s, strict=True)), 3),
-                       "paired_ratio_to_first_mean": round(statistics.fmean(
-                           b / a for a, b in zip(first_steps, s, strict=True)), 3),
+                       "paired_ratio_to_first_median": round(statistics.median(ratios[name]), 3),
+                       "paired_ratio_to_first_mean": round(statistics.fmean(ratios[name]), 3),
                        "warmup_cpu_s": warmup[name],
                        "cpu_s_per_step": [round(x, 3) for x in s]}
                 for name, s in steps.items()}

@@ -23,6 +23,8 @@ from keras_bert_core.training import (  # noqa: E402
     training_callbacks,
 )
 from tests.training.toys import (  # noqa: E402
+    EMBEDDER_BATCH,
+    EMBEDDER_STEPS,
     step_losses,
     toy_classifier,
     toy_columns,
@@ -32,7 +34,6 @@ from tests.training.toys import (  # noqa: E402
 )
 
 STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH = 3, 2, 8
-EMBEDDER_STEPS = 3
 
 
 def main(seed, run_dir, result_path):
@@ -48,10 +49,10 @@ def main(seed, run_dir, result_path):
     np.savez(result_path + ".npz", *weights)
     with strategy.scope():
         embedder = toy_embedder()
-    initial = embedder.get_weights()  # the chief's, broadcast
+    np.savez(result_path + ".embedder_initial.npz", *embedder.get_weights())  # the chief's
     embedder_losses, trained = step_losses(
-        embedder, toy_columns(EMBEDDER_STEPS * GLOBAL_BATCH), GLOBAL_BATCH, EMBEDDER_STEPS)
-    np.savez(result_path + ".embedder.npz", *initial, *trained)
+        embedder, toy_columns(EMBEDDER_STEPS * EMBEDDER_BATCH), EMBEDDER_BATCH, EMBEDDER_STEPS)
+    np.savez(result_path + ".embedder_trained.npz", *trained)
     write_result(result_path, replicas=strategy.num_replicas_in_sync,
                  iterations=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
                  losses=history.history["loss"], embedder_losses=embedder_losses)

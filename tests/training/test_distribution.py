@@ -16,6 +16,8 @@ from keras_bert_core.training import (
     per_replica_batch_size,
 )
 from tests.training.toys import (
+    EMBEDDER_BATCH,
+    EMBEDDER_STEPS,
     cluster_environments,
     read_output,
     run_script,
@@ -154,23 +156,27 @@ def test_two_workers_train_with_fit_to_identical_weights(tmp_path):
                             strict=True):
         np.testing.assert_array_equal(mine, theirs)
 
-    # Then each worker embeds its half of each global batch of 8 (3 steps); the contrastive
-    # loss takes its negatives from both halves (gathered across the workers), so both train
-    # as one device with the whole batch, from the chief's weights.
-    runs = [np.load(path + ".embedder.npz") for path in results]
-    count = len(runs[0].files) // 2
-    initial, trained = ([[run[name] for name in run.files[part]] for run in runs]
-                        for part in (slice(count), slice(count, None)))
+    # Then each worker embeds its half of each global batch (EMBEDDER_STEPS steps); the
+    # contrastive loss takes its negatives from both halves (gathered across the workers), so
+    # both train as one device with the whole batch, from the chief's weights.
+    def arrays(suffix):
+        runs = [np.load(path + suffix) for path in results]
+        return [[run[name] for name in run.files] for run in runs]
+
+    initial, trained = arrays(".embedder_initial.npz"), arrays(".embedder_trained.npz")
     for a, b in zip(*initial, strict=True):
         np.testing.assert_array_equal(a, b)
     embedder = toy_embedder()
     embedder.set_weights(initial[0])
-    x = toy_columns(3 * 8)
-    vectors = embedder({name: value[:8] for name, value in x.items()})
+    x = toy_columns(EMBEDDER_STEPS * EMBEDDER_BATCH)
+    half = EMBEDDER_BATCH // 2
+    vectors = embedder({name: value[:EMBEDDER_BATCH] for name, value in x.items()})
     loss = ContrastiveLoss(scale=5.0)
-    halves = (float(loss(np.zeros(4), vectors[:4])) + float(loss(np.zeros(4), vectors[4:]))) / 2
-    one_device_losses, one_device_weights = step_losses(embedder, x, 8, 3)
-    assert len(set(np.round(one_device_losses, 3))) == 3  # the steps differ
+    halves = (float(loss(np.zeros(half), vectors[:half]))
+              + float(loss(np.zeros(half), vectors[half:]))) / 2
+    one_device_losses, one_device_weights = step_losses(embedder, x, EMBEDDER_BATCH,
+                                                        EMBEDDER_STEPS)
+    assert len(set(np.round(one_device_losses, 3))) == EMBEDDER_STEPS  # the steps differ
     for report, weights in zip(reports, trained, strict=True):
         np.testing.assert_allclose(report["embedder_losses"], one_device_losses, atol=1e-5)
         # Not what each worker's own 4 examples' negatives would give.

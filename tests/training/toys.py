@@ -55,12 +55,17 @@ def toy_dataset(batch_size, num_examples=64, seed=0):
         batch_size, drop_remainder=True)
 
 
-def toy_embedder(**compile_kwargs):
+# The global batch and steps of the two-worker embedder run (multi_worker.py) and of the
+# one-device run the test compares it with.
+EMBEDDER_BATCH, EMBEDDER_STEPS = 8, 3
+
+
+def toy_embedder():
     """A `BertEmbedder` (mean pooling, unit vectors) on the tiny encoder, compiled without
-    XLA with SGD(0.5) and `ContrastiveLoss(scale=5)` unless `compile_kwargs` say otherwise."""
+    XLA with SGD(0.5) and `ContrastiveLoss(scale=5)`."""
     model = kbc.BertEmbedder(kbc.BertEncoder(tiny_config()))
-    model.compile(**{"optimizer": keras.optimizers.SGD(0.5), "loss": ContrastiveLoss(scale=5.0),
-                     "jit_compile": False, **compile_kwargs})
+    model.compile(optimizer=keras.optimizers.SGD(0.5), loss=ContrastiveLoss(scale=5.0),
+                  jit_compile=False)
     return model
 
 
