@@ -110,12 +110,13 @@ def vocabulary_table(vocabulary, lower_case, suffix_indicator="##"):
     for column in index.T:
         key = key * (len(alphabet) + 1) + column
     keys = np.unique(key)
-    spelling = np.searchsorted(keys, key)  # a sort and a search: faster than an argsort
+    spelling = np.searchsorted(keys, key)  # cheaper than unique's argsort (return_inverse)
     spellings = np.zeros((len(keys), index.shape[1]), np.int32)
     spellings[spelling] = index
     entries = (kinds.astype(np.int32) + 4 * spelling.astype(np.int32)).reshape(-1, BLOCK_SIZE)
-    # Distinct blocks found as one bytes value each: numpy's row-wise unique (axis=0)
-    # compares them field by field, dozens of times slower. Their order is any fixed one.
+    # Distinct blocks found as one bytes value each: numpy's row-wise unique (axis=0) compares
+    # them field by field, far slower (bench/RESULTS.md, Tokenizer start-up). Their order is
+    # any fixed one.
     as_bytes = entries.view(np.dtype((np.void, entries.itemsize * BLOCK_SIZE))).ravel()
     _, first, block_of = np.unique(as_bytes, return_index=True, return_inverse=True)
     return block_of.astype(np.int32).ravel(), entries[first].ravel(), spellings, alphabet
