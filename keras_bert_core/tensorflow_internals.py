@@ -75,3 +75,20 @@ def _shared_sentencepiece_resource_class():
                 model=self._model, shared_name=self._shared_name)
 
     return SharedSentencepieceModel
+
+
+def regex_split_with_offsets(text, delimiter_pattern, kept_delimiter_pattern):
+    """`tf_text.regex_split_with_offsets` of a 1-D string tensor, its ragged results built
+    without validating asserts (`tensorflow_text.python.ops.regex_split_ops`'s
+    `gen_regex_split_ops`, the op behind it). The public function validates the row splits
+    of its three results, which the op itself made: nine asserts, each a `tf.cond` whose two
+    branch graphs every trace builds and every tf.data iterator instantiates; tf.text has
+    no option to skip them (bench/tokenizer_trace_time.py)."""
+    import tensorflow as tf
+    from tensorflow_text.python.ops import regex_split_ops
+
+    split = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets
+    pieces, starts, ends, row_splits = split(text, f"({delimiter_pattern})",
+                                             f"({kept_delimiter_pattern})")
+    return tuple(tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+                 for values in (pieces, starts, ends))

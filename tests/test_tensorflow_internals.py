@@ -83,3 +83,15 @@ def test_tensorflow_text_sentencepiece_model_resource_is_shared_by_name():
     ids = expected.tokenize(texts).to_list()
     tf.random.set_seed(0)  # clears the kernel cache, and the unshared resources with it
     assert tokenizer.tokenize(texts).to_list() == ids
+
+
+def test_tensorflow_text_regex_split_op_splits_as_the_public_function():
+    from tensorflow_text.python.ops import regex_split_ops
+
+    assert hasattr(regex_split_ops, "gen_regex_split_ops"), (
+        "tensorflow_text.python.ops.regex_split_ops.gen_regex_split_ops")
+    text = tf.constant(["hello  there, world", "", "a"])
+    expected = tf_text.regex_split_with_offsets(text, r"\s+|,", ",")
+    got = tensorflow_internals.regex_split_with_offsets(text, r"\s+|,", ",")
+    for a, b in zip(got, expected, strict=True):
+        assert a.to_list() == b.to_list()

@@ -15,6 +15,7 @@ from keras_bert_core.models.text_inputs import (
     eagerly_preprocessed,
     is_text_data,
     is_text_spec,
+    read_with_one_iterator,
     split_last,
     takes_argument,
 )
@@ -81,9 +82,8 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
     `max_query_length`, `max_answer_length`, `null_score_threshold`, `version_2` (squad),
     `num_choices` (choice). `keras_bert_core.tasks.fine_tuning.task_of(model)` reads them to answer.
 
-    Subclasses build their functional graph, call `super().__init__(encoder, inputs,
-    outputs, **kwargs)`, set their attributes, call `self.compile()`, and define
-    `default_compile_args`.
+    Subclasses build their functional graph, call `super().__init__(encoder, inputs, outputs,
+    **kwargs)`, set their attributes, call `self.compile()`, define `default_compile_args`.
 
     Args:
         encoder: the `BertEncoder` inside the graph.
@@ -135,8 +135,7 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
     # on text then pads every batch alike, so that the batches' outputs concatenate.
     outputs_per_token = False
 
-    def __init__(self, encoder, inputs, outputs, preprocessor=None, task_settings=None,
-                 **kwargs):
+    def __init__(self, encoder, inputs, outputs, preprocessor=None, task_settings=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = encoder.dtype_policy  # functional models drop a `dtype` argument
         self.encoder = encoder
@@ -186,7 +185,8 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
         batch_size = arguments.pop("batch_size", None)
         x = arguments.get("x")
         if isinstance(x, tf.data.Dataset) and is_text_data(x):
-            arguments["x"] = self._text_data(x, None, None, batch_size, static_shape=True)
+            arguments["x"] = self._text_data(x, None, None, batch_size, arguments,
+                                             "steps_per_epoch")
         elif is_text_data(x):
             x, y, sample_weight = (as_arrays(arguments.pop(name, None))
                                    for name in ("x", "y", "sample_weight"))
@@ -194,8 +194,8 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
             if split:  # as Keras splits arrays: the last examples, before shuffling
                 (x, y, sample_weight), validation = split_last((x, y, sample_weight), split)
                 arguments.setdefault("validation_data", validation)
-            arguments["x"] = self._text_data(x, y, sample_weight, batch_size, static_shape=True,
-                                             shuffle=arguments.pop("shuffle", True))
+            arguments["x"] = self._text_data(x, y, sample_weight, batch_size, arguments,
+                                             "steps_per_epoch", arguments.pop("shuffle", True))
             arguments["shuffle"] = False  # the pipeline shuffles the examples
         else:
             arguments["batch_size"] = batch_size
@@ -205,7 +205,8 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
         if isinstance(validation, (tuple, list)) and is_text_data(validation[0]):
             validation_batch_size = arguments.pop("validation_batch_size", None) or batch_size
             arguments["validation_data"] = self._text_data(
-                *(*validation, None, None)[:3], validation_batch_size, static_shape=True)
+                *(*validation, None, None)[:3], validation_batch_size, arguments,
+                "validation_steps")
         return super().fit(**arguments)
 
     def evaluate(self, *args, **kwargs):
@@ -213,7 +214,7 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
         if is_text_data(arguments.get("x")):
             arguments["x"] = self._text_data(
                 arguments.pop("x"), arguments.pop("y", None), arguments.pop("sample_weight", None),
-                arguments.pop("batch_size", None), static_shape=True)
+                arguments.pop("batch_size", None), arguments, "steps")
         return super().evaluate(**arguments)
 
     def predict(self, *args, **kwargs):
@@ -227,18 +228,18 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
                 arguments.setdefault("steps", int(dataset.cardinality()))
         return super().predict(**arguments)
 
-    def _text_data(self, x, y, sample_weight, batch_size, static_shape, shuffle=False):
-        """A `tf.data.Dataset` of batches whose text is preprocessed in the pipeline."""
+    def _text_data(self, x, y, sample_weight, batch_size, arguments, steps_name, shuffle=False):
+        """Batches whose text is preprocessed in the pipeline, read through one iterator."""
         dataset, text_only = self._text_batches(x, y, sample_weight, batch_size, shuffle)
 
         def preprocess(*element):
             if text_only:
-                return self.preprocess_text(element[0] if len(element) == 1 else element,
-                                            static_shape)
-            return (self.preprocess_text(element[0], static_shape), *element[1:])
+                return self.preprocess_text(element[0] if len(element) == 1 else element, True)
+            return (self.preprocess_text(element[0], True), *element[1:])
 
-        return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-            tf.data.AUTOTUNE)
+        dataset = dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.prefetch(tf.data.AUTOTUNE)
+        return read_with_one_iterator(dataset, arguments, steps_name, self.distribute_strategy)
 
     def _text_batches(self, x, y, sample_weight, batch_size, shuffle=False):
         """`(dataset, text_only)`: batches of text (with their targets unless `text_only`)."""

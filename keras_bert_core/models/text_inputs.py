@@ -222,3 +222,19 @@ def split_last(parts, fraction):
                       else None for part in parts]
                      for s in (slice(None, cut), slice(cut, None)))
     return tuple(first), tuple(second)
+
+
+def read_with_one_iterator(dataset, arguments, steps_name, strategy):
+    """`dataset` repeated, with `arguments[steps_name]` set to its number of batches, so that
+    Keras reads it through one iterator. Keras gives a finite dataset two iterators a pass
+    (one at its start, one made at its end for the next pass or for nothing), and each
+    instantiates the preprocessing map function, tokenizer included, anew: a cost of every
+    `fit` epoch, validation and `evaluate` (bench/iterator_start_up.py). Left as it is when
+    the steps are given, its length is unknown, or the strategy shards the batches across
+    hosts (multi-worker, TPU pods), where a host's share is not the dataset's length."""
+    batches = int(dataset.cardinality())
+    if (batches <= 0 or arguments.get(steps_name) is not None
+            or getattr(strategy, "cluster_resolver", None) is not None):
+        return dataset
+    arguments[steps_name] = batches
+    return dataset.repeat()

@@ -66,6 +66,16 @@ def route_rows(text, selected, tokenize_selected, tokenize_others, dtypes):
     return tuple(tf.gather(tf.concat([a, b], 0), order) for a, b in parts)
 
 
+def merge_words(ragged):
+    """`[rows, (words), (pieces)]` -> `[rows, (pieces)]`, as `merge_dims(1, 2)` but without
+    its validating asserts: row splits made by ops are valid, and each assert is a `tf.cond`
+    that every trace builds (two graphs) and every tf.data iterator instantiates again
+    (bench/tokenizer_trace_time.py)."""
+    return tf.RaggedTensor.from_row_splits(
+        ragged.values.values, tf.gather(ragged.values.row_splits, ragged.row_splits),
+        validate=False)
+
+
 def check_max_text_bytes(max_text_bytes):
     """Raises ValueError unless `max_text_bytes` is None or an integer of at least 4 (one
     UTF-8 character of any length fits)."""

@@ -12,6 +12,7 @@ from keras_bert_core.text.character_normalization import (
     REMOVED_CHAR,
     WHITESPACE_CHAR,
 )
+from keras_bert_core.text.fast_wordpiece import fast_wordpiece
 
 _BLOCK = character_table.BLOCK_SIZE
 
@@ -38,7 +39,7 @@ class TfliteWordpieces(tf.Module):
         self._alphabet_bytes = tf.constant([len(c.encode("utf-8")) for c in alphabet])
         # Alphabet character i is token 2i at the start of a word and 2i + 1 after:
         # detokenizing a word's characters spells the word.
-        self._speller = tf_text.FastWordpieceTokenizer(
+        self._speller = fast_wordpiece(
             [token for c in alphabet for token in (c, "##" + c)] + ["[UNK]"],
             support_detokenization=True,
         )

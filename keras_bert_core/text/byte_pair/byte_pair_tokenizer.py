@@ -44,7 +44,7 @@ from keras_bert_core.text.byte_pair.pretokenization import (
     pretokenize,
 )
 from keras_bert_core.text.special_tokens import SpecialTokenIds
-from keras_bert_core.text.string_batches import route_rows
+from keras_bert_core.text.string_batches import merge_words, route_rows
 from keras_bert_core.text.tokenizer import Tokenizer
 from keras_bert_core.text.vocabulary.byte_pair_vocabulary import (
     bytes_to_unicode,
@@ -272,8 +272,8 @@ class BytePairTokenizer(Tokenizer):
 
         def by_text(piece_values, added_values):
             rows = tf.concat([piece_values, added_values], axis=1)
-            return tf.RaggedTensor.from_row_splits(rows, pieces.row_splits,
-                                                   validate=False).merge_dims(1, 2)
+            return merge_words(tf.RaggedTensor.from_row_splits(rows, pieces.row_splits,
+                                                               validate=False))
 
         ids = by_text(outputs[0], added)
         if not with_offsets:
@@ -301,8 +301,8 @@ class BytePairTokenizer(Tokenizer):
                                     out_idx=tf.int32)
         tokens_of_distinct = self._byte_pair_merge(distinct)
         word_tokens = tf.gather(tokens_of_distinct, index)
-        ids = tf.RaggedTensor.from_row_splits(word_tokens, word_starts.row_splits,
-                                              validate=False).merge_dims(1, 2)
+        ids = merge_words(tf.RaggedTensor.from_row_splits(word_tokens, word_starts.row_splits,
+                                                          validate=False))
         if not with_offsets:
             return (ids,)
         token_ids = word_tokens.flat_values

@@ -15,7 +15,8 @@ split stops at a NUL byte, so it splits a copy where NUL reads as U+0001 (same c
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
+
+from keras_bert_core import tensorflow_internals
 
 # Whitespace as Oniguruma's \s in `tokenizers` (Unicode's White_Space property); RE2's \s
 # is ASCII only.
@@ -60,7 +61,7 @@ def pretokenize(text, pattern):
     # every class treats alike (the words' bytes come from the input).
     text = tf.strings.regex_replace(text, r"\x00", "\x01")
     # Runs of 2+ whitespace characters, and the pieces between them (alternately).
-    pieces, starts, _ = tf_text.regex_split_with_offsets(
+    pieces, starts, _ = tensorflow_internals.regex_split_with_offsets(
         text, _WHITESPACE_RUN, _WHITESPACE_RUN)
     flat = pieces.flat_values
     is_run = tf.strings.regex_full_match(flat, _WHITESPACE_RUN)
@@ -75,7 +76,8 @@ def pretokenize(text, pattern):
     kept = tf.strings.length(flat) - tf.strings.length(last_char)
     pieces = tf.strings.join([prefix, tf.strings.substr(flat, tf.zeros_like(kept), kept)])
     piece_starts = starts.flat_values - tf.cast(tf.strings.length(prefix), tf.int64)
-    _, word_starts, word_ends = tf_text.regex_split_with_offsets(pieces, pattern, pattern)
+    _, word_starts, word_ends = tensorflow_internals.regex_split_with_offsets(
+        pieces, pattern, pattern)
     # Each word's piece, for the shift to its text's bytes (a gather: adding a [pieces, 1]
     # tensor to the ragged offsets would trace ragged broadcasting's many shape ops).
     shift = tf.gather(piece_starts, word_starts.value_rowids())

@@ -2,8 +2,8 @@
 builtins, and preprocessed code points spelled as strings either way."""
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
+from keras_bert_core.text.fast_wordpiece import fast_wordpiece
 from keras_bert_core.text.tflite_tokenization import _positions, _shift, _utf8_bytes, row_ids
 
 REPLACEMENT_CHAR = 0xFFFD
@@ -68,7 +68,7 @@ class ByteSpeller(tf.Module):
         self.nul_stand_in = nul_stand_in
         tokens = ([bytes([b]) for b in range(1, 256)] + [b"##" + bytes([b]) for b in range(1, 256)]
                   + [b"[UNK]"])
-        self._detokenizer = tf_text.FastWordpieceTokenizer(
+        self._detokenizer = fast_wordpiece(
             tokens, support_detokenization=True, no_pretokenization=True)
 
     def __call__(self, code_points, row_splits):

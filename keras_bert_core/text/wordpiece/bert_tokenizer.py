@@ -40,7 +40,6 @@ bytes at the limit, invalid, ``cut_texts`` may cut up to four bytes earlier).
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from keras_bert_core.text.character_normalization import (
     ISOLATED_CHAR,
@@ -51,9 +50,11 @@ from keras_bert_core.text.character_normalization import (
     normalize_characters,
     too_long_words,
 )
+from keras_bert_core.text.fast_wordpiece import fast_wordpiece
 from keras_bert_core.text.string_batches import (
     check_max_text_bytes,
     cut_texts,
+    merge_words,
     route_rows,
 )
 from keras_bert_core.text.tflite_tokenization import TfliteWordpieces, row_ids
@@ -146,7 +147,7 @@ class BertTokenizer(Tokenizer):
         with tf.init_scope():
             self._is_suffix = tf.constant([t.startswith("##") for t in self.vocabulary])
             # Takes single normalized words: at most 100 characters of at most 4 bytes each.
-            self._word_wordpiece = tf_text.FastWordpieceTokenizer(
+            self._word_wordpiece = fast_wordpiece(
                 self.vocabulary,
                 max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
                 token_out_type=tf.int32,
@@ -158,7 +159,7 @@ class BertTokenizer(Tokenizer):
             else:
                 # Splits whole strings into words itself. It counts bytes: only ASCII words
                 # get the reference's character limit.
-                self._text_wordpiece = tf_text.FastWordpieceTokenizer(
+                self._text_wordpiece = fast_wordpiece(
                     self.vocabulary,
                     max_bytes_per_word=MAX_CHARS_PER_WORD,
                     token_out_type=tf.int32,
@@ -258,7 +259,7 @@ class BertTokenizer(Tokenizer):
         words = tf.strings.split(lines)
         flat_words = words.flat_values
         words = words.with_flat_values(tf.where(too_long_words(flat_words), "[UNK]", flat_words))
-        return (self._word_wordpiece.tokenize(words).merge_dims(1, 2),)
+        return (merge_words(self._word_wordpiece.tokenize(words)),)
 
     def _word_characters(self, text):
         """Normalized characters of the words of `text`, flat, with their row, their byte span
@@ -297,9 +298,8 @@ class BertTokenizer(Tokenizer):
         batch_size = tf.shape(text, out_type=tf.int64)[0]
 
         def by_row(pieces):
-            return tf.RaggedTensor.from_value_rowids(
-                pieces, word_rows, nrows=batch_size, validate=False
-            ).merge_dims(1, 2)
+            return merge_words(tf.RaggedTensor.from_value_rowids(
+                pieces, word_rows, nrows=batch_size, validate=False))
 
         pieces, piece_starts, piece_ends = self._word_wordpiece.tokenize_with_offsets(words)
         # Piece offsets count bytes of the normalized word; find the characters they fall in.
