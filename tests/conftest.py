@@ -1,3 +1,4 @@
+import gc
 import os
 import string
 
@@ -20,6 +21,13 @@ import tensorflow as tf  # noqa: E402
 # converters optimize their graphs themselves, and the tests that run `kbc`, the examples or
 # a fresh process run with TensorFlow's defaults.
 tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
+# Tracing makes millions of short-lived Python objects, and the collector's default
+# thresholds ran a full collection every few tests over a heap that only grows (a share of
+# CPU in bench/RESULTS.md, "Test suite"). Rarer young collections; the imports' objects are
+# left out of every scan.
+gc.freeze()
+gc.set_threshold(20_000, 50, 100)
 
 # A slow test counts as this many ordinary ones when files are ordered for the workers.
 SLOW_TEST_WEIGHT = 40

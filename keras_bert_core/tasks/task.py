@@ -4,6 +4,7 @@ steps from data to answers; each task module defines its own (`classification.Cl
 `question_answering.fine_tuning.Squad`, ...), `fine_tuning.TASKS` names them."""
 
 from keras_bert_core.errors import DataError
+from keras_bert_core.models.text_inputs import read_with_one_iterator
 from keras_bert_core.text.long_text_preprocessor import LongTextPreprocessor
 
 # The settings every task has, and their defaults (`kbc finetune`'s data options).
@@ -142,8 +143,8 @@ class Task:
     def _evaluate(self, model, data, preprocessor, batch_size):
         """The model's compiled metrics on the task's batches; tasks scored on their
         answers (span QA, tagging) override it."""
-        metrics = model.evaluate(self.dataset(data, preprocessor, batch_size)[0], verbose=0,
-                                 return_dict=True)
+        dataset, steps = self._one_pass(model, data, preprocessor, batch_size)
+        metrics = model.evaluate(dataset, verbose=0, return_dict=True, **steps)
         return {name: float(value) for name, value in metrics.items()}
 
     def _tune(self, model, data, preprocessor, batch_size):
@@ -154,7 +155,16 @@ class Task:
 
     def _outputs(self, model, data, preprocessor, batch_size):
         """The model's outputs on the task's batches of `data`."""
-        return model.predict(self.dataset(data, preprocessor, batch_size)[0], verbose=0)
+        dataset, steps = self._one_pass(model, data, preprocessor, batch_size)
+        return model.predict(dataset, verbose=0, **steps)
+
+    def _one_pass(self, model, data, preprocessor, batch_size):
+        """The task's batches of `data` and the `steps` argument with which Keras reads them
+        through one iterator (`read_with_one_iterator`)."""
+        steps = {}
+        dataset = read_with_one_iterator(self.dataset(data, preprocessor, batch_size)[0], steps,
+                                         "steps", model.distribute_strategy)
+        return dataset, steps
 
     def serving_requests(self, data, count):
         """The first `count` examples of `data` as an export's inputs: dicts keyed by its

@@ -41,6 +41,7 @@ from keras_bert_core.extras import require
 from keras_bert_core.files import partial_path, remove
 from keras_bert_core.keras_internals import batch_counter
 from keras_bert_core.models.lora import add_lora_state, restore_lora_state
+from keras_bert_core.models.text_inputs import read_with_one_iterator
 from keras_bert_core.training.distribution import worker_role
 
 _BACKUP_NAME = "step_{:08d}.weights.h5"
@@ -309,6 +310,10 @@ def fit_resumable(model, dataset, run_dir, *, epochs, steps_per_epoch, callbacks
     if backup is None:
         raise ValueError("callbacks hold no StepBackup: pass training_callbacks(run_dir)")
     fit_kwargs.setdefault("shuffle", False)  # a dataset shuffles itself
+    if hasattr(fit_kwargs.get("validation_data"), "cardinality"):  # a tf.data.Dataset
+        fit_kwargs["validation_data"] = read_with_one_iterator(
+            fit_kwargs["validation_data"], fit_kwargs, "validation_steps",
+            model.distribute_strategy)
     step = backup.restore(model)
     for callback in callbacks:
         if isinstance(callback, MetricsLogger):
