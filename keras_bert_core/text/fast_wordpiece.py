@@ -9,10 +9,10 @@ import tensorflow_text as tf_text
 def fast_wordpiece(vocabulary, **options):
     """`tf_text.FastWordpieceTokenizer(vocabulary, **options)`, one object for every caller
     that asks for the same vocabulary and options. Building its model (a trie of every
-    token, and with pre-tokenization Unicode's punctuation) takes a tenth of a second even
-    for a small vocabulary, and every tokenizer layer, `.keras` load and export builds
-    one or two (bench/tokenizer_trace_time.py). The object holds only that model, a
-    constant tensor, so sharing it changes no result.
+    token, and with pre-tokenization Unicode's punctuation) is most of what creating a
+    tokenizer layer costs, even with a small vocabulary, and every tokenizer layer, `.keras`
+    load and export builds one or two (bench/RESULTS.md, "Tokenizer start-up"). The object
+    holds only that model, a constant tensor, so sharing it changes no result.
 
     Example:
     >>> a = fast_wordpiece(["[UNK]", "a", "##b"], no_pretokenization=True)

@@ -30,8 +30,8 @@ def split_added_tokens(text, pattern):
     whether each is an added token."""
     # tf.text's regex split stops at a NUL byte: split a copy where NUL reads as U+0001.
     searched = tf.strings.regex_replace(text, r"\x00", "\x01")
-    _, starts, ends = tensorflow_internals.regex_split_with_offsets(searched, pattern,
-                                                                  pattern)
+    _, starts, ends = tensorflow_internals.regex_split_with_offsets(
+        searched, pattern, pattern)
     # The pieces' bytes from the input itself (a NUL stays a NUL).
     pieces = tf.strings.substr(tf.gather(text, starts.value_rowids()), starts.flat_values,
                                ends.flat_values - starts.flat_values)
