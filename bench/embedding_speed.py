@@ -38,7 +38,10 @@ text; `fit` each column to its length bucket, `BertEmbedder(length_buckets="auto
 seconds of the process per step (all its threads; on a loaded machine the wall time
 stretches, the CPU time much less; PyTorch's spin-waiting threads inflate its CPU time
 there, so `--threads 1` compares CPU time without them). `--kbc-jit` compiles kbc's
-step with XLA.
+step with XLA. `--bf16` trains both in mixed precision, bfloat16 compute with float32
+weights: kbc under Keras's `mixed_bfloat16` policy, sentence-transformers with the
+trainer's `bf16=True` (PyTorch's CPU autocast); on CPUs with AMX both reach its bfloat16
+matrix units through oneDNN.
 
 The exports are made once, into runs/embedding_speed/ (`--saved-model` serves another
 SavedModel): delete `saved_model/` and `embedder.tflite` there after changing the package.
@@ -106,7 +109,7 @@ def normalized(vectors):
 def export(args):
     """The files the engines load, made once: ONNX (under --ref-python), kbc's exports."""
     os.makedirs(WORK, exist_ok=True)
-    if not os.path.exists(os.path.join(WORK, "model.onnx")):
+    if not os.path.exists(os.path.join(WORK, "model.onnx")) and "ONNX Runtime" in args.engines:
         subprocess.run([args.ref_python, os.path.abspath(__file__), "--step=onnx"], check=True)
     if not os.path.exists(os.path.join(WORK, "embedder.tflite")) and any(
             e in ("kbc SavedModel", "kbc TFLite") for e in args.engines):
@@ -248,7 +251,7 @@ def step_seconds_st(args, train):
             output_dir=out, max_steps=args.train_warmup + args.train_steps,
             per_device_train_batch_size=args.train_batch, learning_rate=2e-5,
             save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True,
-            logging_steps=1000, dataloader_drop_last=True)
+            logging_steps=1000, dataloader_drop_last=True, bf16=args.bf16)
         trainer = SentenceTransformerTrainer(
             model=model, args=training_args, train_dataset=dataset,
             loss=MultipleNegativesRankingLoss(model, scale=20.0), callbacks=[StepEnds()])
@@ -268,6 +271,8 @@ def step_seconds_kbc(args, train, padded=False):
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    if args.bf16:
+        keras.config.set_dtype_policy("mixed_bfloat16")
     embedder, _ = kbc.from_preset(minilm_folder(), seq_length=args.train_length)
     if padded:  # every column to seq_length, as fit did before length buckets
         embedder.length_buckets = None
@@ -372,6 +377,8 @@ def main():
     parser.add_argument("--train-steps", type=int, default=12)
     parser.add_argument("--kbc-jit", action="store_true",
                         help="kbc fit compiled with jit_compile=True (XLA; off by default on CPU)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="fine-tune both in mixed precision (bfloat16 compute)")
     parser.add_argument("--ref-python", default=REF_PYTHON)
     parser.add_argument("--kbc-python", default=KBC_PYTHON)
     args = parser.parse_args()
@@ -390,7 +397,7 @@ def main():
               f"--long-texts={args.long_texts}", f"--train-batch={args.train_batch}",
               f"--train-length={args.train_length}", f"--train-warmup={args.train_warmup}",
               f"--train-steps={args.train_steps}",
-              *(["--kbc-jit"] if args.kbc_jit else [])]
+              *(["--kbc-jit"] if args.kbc_jit else []), *(["--bf16"] if args.bf16 else [])]
     rounds = []
     for index in range(args.rounds):
         order = args.engines[index % len(args.engines):] + args.engines[
@@ -411,7 +418,7 @@ def main():
         "settings": {k: getattr(args, k) for k in (
             "threads", "saved_model", "batch", "max_length", "short_texts", "long_texts",
             "repeats", "train_batch", "train_length", "train_warmup", "train_steps", "rounds",
-            "kbc_jit")},
+            "kbc_jit", "bf16")},
         "machine": common.machine_info(), "rounds": rounds,
         "best": {e: best(rounds, e) for e in args.engines if any(e in r for r in rounds)},
     }
