@@ -1,5 +1,6 @@
 import gc
 import os
+import pathlib
 import string
 
 # Quiet TensorFlow's C++ logging and keep tests on the CPU.
@@ -22,6 +23,11 @@ import tensorflow as tf  # noqa: E402
 # a fresh process run with TensorFlow's defaults.
 tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
+# Two logical CPUs, so that the tests of a 2-replica MirroredStrategy (["/cpu:0", "/cpu:1"])
+# run in this process; everything else is placed on the first, as it is with one.
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+
 # Tracing makes millions of short-lived Python objects, and the collector's default
 # thresholds ran a full collection every few tests over a heap that only grows (a share of
 # CPU in bench/RESULTS.md, "Test suite"). Rarer young collections; the imports' objects are
@@ -34,6 +40,12 @@ SLOW_TEST_WEIGHT = 40
 
 
 def pytest_configure(config):
+    # The processes tests start run tests/child_processes/sitecustomize.py first; not
+    # pytest-xdist's workers (they would inherit it from the process that starts them).
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        children = str(pathlib.Path(__file__).parent / "child_processes")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [children, os.environ.get("PYTHONPATH")]))
     # pytest-xdist's --dist loadfile hands out files with the most tests first, so a file of
     # one slow test (kbc demo, multi-worker) came last and one worker ran it while the other
     # idled; the files keep the order pytest_collection_modifyitems gives them instead.
@@ -59,6 +71,16 @@ def _reproducible_and_isolated():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def two_cpu_strategy():
+    """`distribution_strategy("mirrored")` over the two logical CPUs: one for the session.
+    MirroredStrategy objects number their collective ops alike, so a second one over the
+    same devices in this process would reuse the first one's numbers (shape mismatches)."""
+    from keras_bert_core.training import distribution_strategy
+
+    return distribution_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
 
 
 @pytest.fixture(scope="session")

@@ -1,22 +1,12 @@
-"""Worker for test_distiller: the same distillation on one device and on a 2-replica
-`MirroredStrategy` over two logical CPUs, which must be configured before TensorFlow starts.
+"""For test_distiller: the same distillation on one device and on a 2-replica
+`MirroredStrategy` over the two logical CPUs tests/conftest.py configures."""
 
-Usage: python -m tests.models.distiller_mirrored RESULT_JSON
-"""
-
-import json
-import sys
-
+import keras
+import numpy as np
 import tensorflow as tf
 
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import keras_bert_core as kbc  # noqa: E402
-from keras_bert_core.training import distribution_strategy  # noqa: E402
+import keras_bert_core as kbc
+from keras_bert_core.training import distribution_strategy
 
 STEPS, GLOBAL_BATCH, SEQ = 4, 8, 12
 
@@ -63,17 +53,12 @@ def train(strategy, teacher_weights, student_weights, projection_weights):
     return history.history
 
 
-def main(result_path):
+def results(mirrored_strategy):
     teacher, student = models()
     projection = kbc.Distiller(teacher, student, hidden_weight=1.0).hidden_projection
     weights = teacher.get_weights(), student.get_weights(), projection.get_weights()
     single = train(distribution_strategy("one_device"), *weights)
-    mirrored_strategy = distribution_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
     mirrored = train(mirrored_strategy, *weights)
-    with open(result_path, "w", encoding="utf-8") as f:
-        json.dump({"replicas": mirrored_strategy.num_replicas_in_sync,
-                   "single": single, "mirrored": mirrored}, f)
+    return {"replicas": mirrored_strategy.num_replicas_in_sync,
+            "single": single, "mirrored": mirrored}
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

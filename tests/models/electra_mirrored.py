@@ -1,22 +1,12 @@
-"""Worker for test_electra_pretrainer: `ElectraPretrainer.fit` on a 2-replica
-`MirroredStrategy` over two logical CPUs (configured before TensorFlow starts), with Keras's
-step and with each replica's step compiled by XLA.
+"""For test_electra_pretrainer: `ElectraPretrainer.fit` on a 2-replica `MirroredStrategy`
+over the two logical CPUs tests/conftest.py configures, with Keras's step and with each
+replica's step compiled by XLA."""
 
-Usage: python -m tests.models.electra_mirrored RESULT_JSON
-"""
-
-import json
-import sys
-
+import keras
+import numpy as np
 import tensorflow as tf
 
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import keras_bert_core as kbc  # noqa: E402
+import keras_bert_core as kbc
 
 
 def batches():
@@ -44,13 +34,7 @@ def fit(strategy, jit_compile):
             "per_replica_xla": model.jit_compile_per_replica}
 
 
-def main(result_path):
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    result = {"replicas": mirrored.num_replicas_in_sync,
-              "keras_step": fit(mirrored, False), "xla_per_replica": fit(mirrored, True)}
-    with open(result_path, "w") as f:
-        json.dump(result, f)
+def results(mirrored):
+    return {"replicas": mirrored.num_replicas_in_sync,
+            "keras_step": fit(mirrored, False), "xla_per_replica": fit(mirrored, True)}
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

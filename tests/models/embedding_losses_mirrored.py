@@ -1,28 +1,19 @@
-"""Worker for test_embedding_losses: a tiny model that outputs [B, C, D] vectors trained with
-`ContrastiveLoss` on one device and on a 2-replica `MirroredStrategy` over two logical CPUs
-(configured before TensorFlow starts), from the same weights on the same global batches;
-and on the strategy with gradient caching (`BertEmbedder.compile(mini_batch_size=...)`'s
-train step), each replica's 4 examples in mini-batches of 3 and 1.
+"""For test_embedding_losses: a tiny model that outputs [B, C, D] vectors trained with
+`ContrastiveLoss` on one device and on a 2-replica `MirroredStrategy` over the two logical
+CPUs tests/conftest.py configures, from the same weights on the same global batches; and on
+the strategy with gradient caching (`BertEmbedder.compile(mini_batch_size=...)`'s train
+step), each replica's 4 examples in mini-batches of 3 and 1."""
 
-Usage: python -m tests.models.embedding_losses_mirrored RESULT_JSON
-"""
+import warnings
 
-import sys
-
+import keras
+import numpy as np
 import tensorflow as tf
 
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-import warnings  # noqa: E402
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import keras_bert_core as kbc  # noqa: E402
-from keras_bert_core.models.embedding_losses import ContrastiveLoss  # noqa: E402
-from keras_bert_core.models.gradient_cache import cached_train_step  # noqa: E402
-from tests.training.toys import step_losses, write_result  # noqa: E402
+import keras_bert_core as kbc
+from keras_bert_core.models.embedding_losses import ContrastiveLoss
+from keras_bert_core.models.gradient_cache import cached_train_step
+from tests.training.toys import step_losses
 
 STEPS, GLOBAL_BATCH, COLUMNS, FEATURES, MINI_BATCH = 4, 8, 3, 6, 3
 rng = np.random.default_rng(0)
@@ -81,10 +72,9 @@ def closed_form(vectors, scale=5.0):
     return float(-log_softmax[np.arange(len(vectors)), labels].mean())
 
 
-def main(result_path):
+def results(mirrored):
     keras.utils.set_random_seed(0)
     initial = tiny_model().get_weights()
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     result = {"replicas": mirrored.num_replicas_in_sync,
               "embedder_under_xla": embedder_jit_compile(mirrored)}
     for symmetric in (False, True):
@@ -106,8 +96,5 @@ def main(result_path):
     result["global_closed_form"] = closed_form(first)
     result["per_replica_closed_form"] = (closed_form(first[:half])
                                          + closed_form(first[half:])) / 2
-    write_result(result_path, **result)
+    return result
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

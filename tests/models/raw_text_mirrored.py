@@ -1,21 +1,11 @@
-"""Worker for test_raw_text: `fit` on raw text on one device and on a 2-replica
-`MirroredStrategy` over two logical CPUs (configured before TensorFlow starts).
+"""For test_raw_text: `fit` on raw text on one device and on a 2-replica `MirroredStrategy`
+over the two logical CPUs tests/conftest.py configures."""
 
-Usage: python -m tests.models.raw_text_mirrored RESULT_JSON
-"""
-
-import json
-import sys
-
+import keras
+import numpy as np
 import tensorflow as tf
 
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import keras_bert_core as kbc  # noqa: E402
+import keras_bert_core as kbc
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "a", "very"]
 TEXTS = ["a good film", "a bad film", "very good", "very bad", "good", "bad", "a film",
@@ -35,13 +25,7 @@ def losses(strategy):
     return history.history["loss"]
 
 
-def main(result_path):
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    result = {"single": losses(tf.distribute.get_strategy()), "mirrored": losses(mirrored),
-              "replicas": mirrored.num_replicas_in_sync}
-    with open(result_path, "w") as f:
-        json.dump(result, f)
+def results(mirrored):
+    return {"single": losses(tf.distribute.get_strategy()), "mirrored": losses(mirrored),
+            "replicas": mirrored.num_replicas_in_sync}
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

@@ -4,7 +4,6 @@ outputs, mixed precision, 2 replicas against one device, and the student's `.ker
 
 Tiny encoders take int32 ids straight (no tokenizer)."""
 
-import json
 import os
 
 import keras
@@ -18,7 +17,7 @@ from keras_bert_core.models.distillation import (
     check_vocabularies,
     distillation_kl,
 )
-from tests.training.toys import read_output, run_module
+from tests.models import distiller_mirrored
 
 VOCAB, SEQ = 40, 12
 
@@ -242,10 +241,8 @@ def test_mixed_precision_adds_loss_scaling_and_trains():
     assert all(np.isfinite(values[0]) for values in history.values())
 
 
-def test_two_replicas_give_the_loss_curve_of_one_device(tmp_path):
-    result_path = tmp_path / "result.json"
-    read_output(run_module("tests.models.distiller_mirrored", result_path))
-    result = json.loads(result_path.read_text())
+def test_two_replicas_give_the_loss_curve_of_one_device(two_cpu_strategy):
+    result = distiller_mirrored.results(two_cpu_strategy)
     assert result["replicas"] == 2
     single, mirrored = result["single"], result["mirrored"]
     # The replicas hold different numbers of real tokens; the token means count both.

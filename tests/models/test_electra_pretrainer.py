@@ -1,7 +1,6 @@
 """`ElectraPretrainer`: the generator shares the discriminator's tables, its samples replace
 the masked tokens, and the whole trains with `fit`, saves and loads."""
 
-import json
 import os
 
 import keras
@@ -11,7 +10,7 @@ import pytest
 import keras_bert_core as kbc
 from keras_bert_core.checkpoints import load_checkpoint
 from keras_bert_core.layers import ReplacedTokenSampler
-from tests.training.toys import read_output, run_module
+from tests.models import electra_mirrored
 
 
 def test_the_sampler_writes_only_real_predictions_and_marks_what_changed():
@@ -69,11 +68,9 @@ def test_pretrainer_trains_shared_tables_and_round_trips(tmp_path):
     assert loaded == config and encoder.count_params() == model.encoder.count_params()
 
 
-@pytest.mark.slow  # a new process that fits twice
-def test_fit_under_a_two_replica_strategy(tmp_path):
-    result_path = tmp_path / "result.json"
-    read_output(run_module("tests.models.electra_mirrored", result_path))
-    result = json.loads(result_path.read_text())
+@pytest.mark.slow  # two fits under the strategy, one compiled by XLA
+def test_fit_under_a_two_replica_strategy(two_cpu_strategy):
+    result = electra_mirrored.results(two_cpu_strategy)
     assert result["replicas"] == 2
     for run in ("keras_step", "xla_per_replica"):
         assert all(np.isfinite(result[run]["loss"])), result

@@ -15,7 +15,7 @@ from keras_bert_core.models.embedding_losses import (
     MatryoshkaLoss,
     TripletLoss,
 )
-from tests.training.toys import read_output, run_module
+from tests.models import embedding_losses_mirrored
 
 RNG = np.random.default_rng(7)
 VECTORS = RNG.normal(size=(5, 4, 6)).astype("float32")  # 5 examples, 4 columns, width 6
@@ -141,10 +141,8 @@ def test_bad_inputs_are_named(make, y_pred, message):
         value(make(), y_pred)
 
 
-def test_two_replicas_train_as_one_device_with_the_global_batch(tmp_path):
-    result_path = tmp_path / "result.json"
-    read_output(run_module("tests.models.embedding_losses_mirrored", result_path))
-    result = json.loads(result_path.read_text())
+def test_two_replicas_train_as_one_device_with_the_global_batch(two_cpu_strategy):
+    result = embedding_losses_mirrored.results(two_cpu_strategy)
     assert result["replicas"] == 2
     for symmetric in (False, True):
         run = result[f"symmetric={symmetric}"]

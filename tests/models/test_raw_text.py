@@ -14,7 +14,7 @@ import tensorflow as tf
 import keras_bert_core as kbc
 from keras_bert_core import keras_internals
 from tests.helpers import global_dtype_policy
-from tests.training.toys import read_output, run_module
+from tests.models import raw_text_mirrored
 
 # Models saved before any fit: Keras says it does not restore their unbuilt optimizer.
 pytestmark = pytest.mark.filterwarnings("ignore:Skipping variable loading for optimizer")
@@ -336,12 +336,10 @@ def test_a_tokenizer_without_its_asset_says_so():
         tokenizer.load_assets(None)
 
 
-@pytest.mark.slow  # a new process that fits twice
-def test_fit_on_text_under_a_two_replica_strategy(tmp_path):
+@pytest.mark.slow  # two fits, one under the strategy
+def test_fit_on_text_under_a_two_replica_strategy(two_cpu_strategy):
     """Text goes through the preprocessor in the input pipeline; the replicas get ids."""
-    result_path = tmp_path / "result.json"
-    read_output(run_module("tests.models.raw_text_mirrored", result_path))
-    result = json.loads(result_path.read_text())
+    result = raw_text_mirrored.results(two_cpu_strategy)
     assert result["replicas"] == 2
     np.testing.assert_allclose(result["mirrored"], result["single"], rtol=1e-4)
 

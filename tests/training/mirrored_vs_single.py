@@ -1,28 +1,17 @@
-"""Worker for test_distribution: the same training on one device and on a 2-replica
-`MirroredStrategy` over two logical CPUs (without and with per-replica XLA), which must be
-configured before TensorFlow starts.
+"""For test_distribution: the same training on one device and on a 2-replica
+`MirroredStrategy` over the two logical CPUs tests/conftest.py configures (without and with
+per-replica XLA)."""
 
-Usage: python -m tests.training.mirrored_vs_single RESULT_JSON
-"""
+import numpy as np
 
-import sys
-
-import tensorflow as tf
-
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-import numpy as np  # noqa: E402
-
-import keras_bert_core as kbc  # noqa: E402
-from keras_bert_core.optimizers import create_optimizer  # noqa: E402
-from keras_bert_core.training import distribution_strategy  # noqa: E402
-from tests.training.toys import (  # noqa: E402
+import keras_bert_core as kbc
+from keras_bert_core.optimizers import create_optimizer
+from keras_bert_core.training import distribution_strategy
+from tests.training.toys import (
     tiny_config,
     toy_classifier,
     toy_dataset,
     toy_examples,
-    write_result,
 )
 
 STEPS, GLOBAL_BATCH = 5, 8
@@ -70,14 +59,12 @@ def max_difference(weights, others):
     return max(float(np.max(np.abs(a - b))) for a, b in zip(weights, others, strict=True))
 
 
-def main(result_path):
+def results(mirrored):
     initial = toy_classifier().get_weights()
     single_losses, single_weights = train(distribution_strategy("one_device"), initial)
-    mirrored = distribution_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
     mirrored_losses, mirrored_weights = train(mirrored, initial)
     xla_losses, xla_weights = train(mirrored, initial, jit_compile=True)
-    write_result(
-        result_path,
+    return dict(
         replicas=mirrored.num_replicas_in_sync,
         single_losses=single_losses,
         mirrored_losses=mirrored_losses,
@@ -89,6 +76,3 @@ def main(result_path):
         mirrored_jit_explicit=jit_compile_setting(mirrored, True),
     )
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

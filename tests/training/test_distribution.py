@@ -15,6 +15,7 @@ from keras_bert_core.training import (
     distribution_strategy,
     per_replica_batch_size,
 )
+from tests.training import mirrored_vs_single
 from tests.training.toys import (
     EMBEDDER_BATCH,
     EMBEDDER_STEPS,
@@ -102,11 +103,8 @@ def test_a_train_step_compiles_with_xla_on_the_one_device_path():
 
 
 @pytest.mark.slow
-def test_mirrored_two_replicas_match_one_device_step_for_step(tmp_path):
-    result_path = os.path.join(tmp_path, "result.json")
-    read_output(run_script("mirrored_vs_single", result_path))
-    with open(result_path) as f:
-        result = json.load(f)
+def test_mirrored_two_replicas_match_one_device_step_for_step(two_cpu_strategy):
+    result = mirrored_vs_single.results(two_cpu_strategy)
     assert result["replicas"] == 2
     # Same global batch, same initial weights: the replicas' averaged gradient is the
     # one-device gradient, so the loss curves agree step for step.
