@@ -61,4 +61,3 @@ def results(mirrored_strategy):
     mirrored = train(mirrored_strategy, *weights)
     return {"replicas": mirrored_strategy.num_replicas_in_sync,
             "single": single, "mirrored": mirrored}
-

@@ -37,4 +37,3 @@ def fit(strategy, jit_compile):
 def results(mirrored):
     return {"replicas": mirrored.num_replicas_in_sync,
             "keras_step": fit(mirrored, False), "xla_per_replica": fit(mirrored, True)}
-

@@ -97,4 +97,3 @@ def results(mirrored):
     result["per_replica_closed_form"] = (closed_form(first[:half])
                                          + closed_form(first[half:])) / 2
     return result
-

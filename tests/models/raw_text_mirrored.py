@@ -28,4 +28,3 @@ def losses(strategy):
 def results(mirrored):
     return {"single": losses(tf.distribute.get_strategy()), "mirrored": losses(mirrored),
             "replicas": mirrored.num_replicas_in_sync}
-

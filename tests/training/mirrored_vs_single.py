@@ -75,4 +75,3 @@ def results(mirrored):
         mirrored_jit_auto=jit_compile_setting(mirrored, "auto"),
         mirrored_jit_explicit=jit_compile_setting(mirrored, True),
     )
-
