@@ -142,6 +142,22 @@ def run_preset(classify_run, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def classify_export(classify_run, tmp_path_factory):
+    """`kbc export` of the classifier run's model.keras copied alone (the file is the whole
+    model), with two TFLite variants: saved_model/, model.tflite, model_dynamic.tflite
+    (read them; copy them to change them)."""
+    def export(folder):
+        folder.mkdir()
+        model_file = shutil.copy(classify_run / "model.keras", folder / "clf.keras")
+        with mock.patch.dict(os.environ):
+            _kbc("export", model_file, "--output", folder / "export", "--tflite-variants",
+                 "float32", "dynamic")
+        assert not [p for p in os.listdir(folder) if ".partial-" in p]  # renamed when done
+
+    return built_once(tmp_path_factory, "classify_exports", export) / "export"
+
+
+@pytest.fixture(scope="session")
 def embed_run(tmp_path_factory, tiny_config):
     """A tiny embedding model fine-tuned on pairs (`kbc finetune --task embed`), validated on
     its own pairs."""

@@ -6,13 +6,12 @@ import json
 import os
 import platform
 import shutil
-from unittest import mock
 
 import keras
 import numpy as np
 import pytest
 
-from keras_bert_core.cli import COMMANDS, build_parser, main, training_environment
+from keras_bert_core.cli import COMMANDS, build_parser, training_environment
 from keras_bert_core.cli.run_dir import RunDirectory
 from tests.cli.conftest import DATA, VOCAB
 
@@ -191,20 +190,6 @@ def test_classifier_run_evaluates_and_predicts(kbc, classify_run, tmp_path, monk
         assert set(answer["probabilities"]) == {"negative", "neutral", "positive"}
         assert answer["label"] == max(answer["probabilities"], key=answer["probabilities"].get)
         assert sum(answer["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
-
-
-@pytest.fixture(scope="module")
-def classify_export(classify_run, tmp_path_factory):
-    """`kbc export` of the classifier run's model.keras, copied alone, with two TFLite
-    variants, float32 and dynamic."""
-    # The run's model.keras alone, out of its run: the file is the whole model.
-    folder = tmp_path_factory.mktemp("alone")
-    model_file = shutil.copy(classify_run / "model.keras", folder / "clf.keras")
-    output = tmp_path_factory.mktemp("export") / "export"
-    with mock.patch.dict(os.environ):
-        assert main(["export", str(model_file), "--output", str(output),
-                     "--tflite-variants", "float32", "dynamic"]) == 0
-    return output
 
 
 def test_export_writes_servable_files_that_agree_with_the_model(kbc, classify_run,

@@ -25,19 +25,9 @@ def kbc_process(*argv, stdin=b"", cwd=None):
                   completed.stderr.decode(errors="replace"))
 
 
-@pytest.fixture(scope="module")
-def export_dir(classify_run, tmp_path_factory):
-    """`kbc export` of the classifier run: saved_model/ and model.tflite."""
-    output = tmp_path_factory.mktemp("deploy") / "export"
-    exported = kbc_process("export", classify_run, "-o", output)
-    assert exported.code == 0, exported.err
-    assert not [p for p in os.listdir(output.parent) if ".partial-" in p]
-    return output
-
-
 @pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
-def test_predict_serves_an_export_in_a_new_process(export_dir, model):
-    predicted = kbc_process("predict", export_dir / model, stdin=b"good film\n")
+def test_predict_serves_an_export_in_a_new_process(classify_export, model):
+    predicted = kbc_process("predict", classify_export / model, stdin=b"good film\n")
     assert predicted.code == 0, predicted.err
     [answer] = [json.loads(line) for line in predicted.out.splitlines()]
     assert answer["label_name"] in ("negative", "neutral", "positive")
@@ -48,35 +38,35 @@ def test_predict_serves_an_export_in_a_new_process(export_dir, model):
     (b" \n\n", "standard input is empty"),
     (b"good film\nbad \xff film\n", "standard input is not UTF-8 text (line 2: byte 0xff)"),
 ])
-def test_bad_standard_input(kbc, export_dir, stdin, message):
-    assert_user_error(kbc("predict", export_dir / "model.tflite", stdin=stdin),
+def test_bad_standard_input(kbc, classify_export, stdin, message):
+    assert_user_error(kbc("predict", classify_export / "model.tflite", stdin=stdin),
                       "kbc predict: error: ", message)
 
 
 @pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
-def test_run_options_on_an_export_are_refused(kbc, export_dir, model):
+def test_run_options_on_an_export_are_refused(kbc, classify_export, model):
     # The export answers as it was exported: a --null-score-threshold here would be ignored.
-    assert_user_error(kbc("predict", export_dir / model, "--null-score-threshold", "2",
+    assert_user_error(kbc("predict", classify_export / model, "--null-score-threshold", "2",
                           "--text-column", "review", stdin=b"good film\n"),
                       "--text-column, --null-score-threshold: ", "is an export")
 
 
-def test_binary_input_file(kbc, export_dir):
-    binary = export_dir / "model.tflite"  # a flatbuffer: not UTF-8
-    assert_user_error(kbc("predict", export_dir / "saved_model", "-i", binary),
+def test_binary_input_file(kbc, classify_export):
+    binary = classify_export / "model.tflite"  # a flatbuffer: not UTF-8
+    assert_user_error(kbc("predict", classify_export / "saved_model", "-i", binary),
                       f"{binary} is not UTF-8 text")
 
 
-def test_truncated_tflite_file(export_dir, tmp_path):
+def test_truncated_tflite_file(classify_export, tmp_path):
     truncated = tmp_path / "model.tflite"
-    truncated.write_bytes((export_dir / "model.tflite").read_bytes()[:100_000])
+    truncated.write_bytes((classify_export / "model.tflite").read_bytes()[:100_000])
     assert_user_error(kbc_process("predict", truncated, stdin=b"good film\n"),
                       f"{truncated} is not a complete .tflite file")
 
 
 @pytest.mark.parametrize("damage", ["truncated saved_model.pb", "truncated variables"])
-def test_truncated_saved_model(export_dir, tmp_path, damage):
-    copy = shutil.copytree(export_dir / "saved_model", tmp_path / "saved_model")
+def test_truncated_saved_model(classify_export, tmp_path, damage):
+    copy = shutil.copytree(classify_export / "saved_model", tmp_path / "saved_model")
     if damage == "truncated saved_model.pb":
         damaged = copy / "saved_model.pb"
     else:
@@ -122,16 +112,16 @@ def test_overwrite_never_replaces_the_run_it_exports(kbc, classify_run, model, o
     assert sorted(os.listdir(classify_run)) == before
 
 
-def test_overwrite_never_truncates_the_input_it_predicts(kbc, export_dir, tmp_path):
+def test_overwrite_never_truncates_the_input_it_predicts(kbc, classify_export, tmp_path):
     texts = tmp_path / "texts.txt"
     texts.write_text("good film\nbad film\n")
-    result = kbc("predict", export_dir / "model.tflite", "-i", texts, "-o", texts,
+    result = kbc("predict", classify_export / "model.tflite", "-i", texts, "-o", texts,
                  "--overwrite")
     assert_user_error(result, f"the output {texts} is the input {texts}")
     assert texts.read_text() == "good film\nbad film\n"
 
 
-def test_predictions_file_appears_only_when_complete(kbc, export_dir, tmp_path, monkeypatch):
+def test_predictions_file_appears_only_when_complete(kbc, classify_export, tmp_path, monkeypatch):
     texts = tmp_path / "texts.txt"
     texts.write_text("good film\nbad film\n")
     output = tmp_path / "answers.jsonl"
@@ -143,6 +133,6 @@ def test_predictions_file_appears_only_when_complete(kbc, export_dir, tmp_path, 
 
     monkeypatch.setattr("keras_bert_core.cli.predict.answers", failing_answers)
     with pytest.raises(RuntimeError, match="killed"):
-        kbc("predict", export_dir / "model.tflite", "-i", texts, "-o", output, "--overwrite")
+        kbc("predict", classify_export / "model.tflite", "-i", texts, "-o", output, "--overwrite")
     assert output.read_text() == "old answers\n"
     assert sorted(os.listdir(tmp_path)) == ["answers.jsonl", "texts.txt"]

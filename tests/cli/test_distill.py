@@ -10,8 +10,6 @@ import dataclasses
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 
@@ -126,7 +124,7 @@ def test_a_student_with_another_vocabulary_is_one_line(kbc, teacher_run, tmp_pat
 
 
 @pytest.mark.slow
-def test_distill_killed_mid_run_resumes_from_another_folder(teacher_run, tmp_path):
+def test_distill_killed_mid_run_resumes_from_another_folder(kbc, teacher_run, tmp_path):
     """Relative paths are stored absolute, so `--resume` works from any folder; the resumed
     run trains each remaining step once and writes the comparison."""
     rng = random.Random(0)
@@ -150,22 +148,14 @@ def test_distill_killed_mid_run_resumes_from_another_folder(teacher_run, tmp_pat
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code, stderr = run_kbc_in(elsewhere, "distill", "--resume", "--run-dir", run_dir)
-    assert code == 0, stderr[-3000:]
+    resumed = kbc("distill", "--resume", "--run-dir", run_dir, cwd=elsewhere)
+    assert resumed.code == 0, resumed.err[-3000:]
     steps, epochs = metrics_steps(run_dir)
     assert steps == [50, 100, 150]
     assert epochs == [(1, 50), (2, 100), (3, 150)]
     comparison = json.loads((run_dir / "comparison.json").read_text())
     assert comparison["student"]["parameters"] < comparison["teacher"]["parameters"]
     assert "export_bytes" not in comparison["student"]  # --no-export-latency, kept
-
-
-def run_kbc_in(folder, *argv):
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
-    process = subprocess.run([sys.executable, "-m", "keras_bert_core.cli", *map(str, argv)],
-                             capture_output=True, text=True, env=environment, timeout=600,
-                             cwd=folder)
-    return process.returncode, process.stderr
 
 
 def test_distill_without_a_teacher_is_one_line(kbc, tmp_path):

@@ -15,7 +15,7 @@ from keras_bert_core.models.lora import ALSO_TRAIN, PROJECTIONS, TARGET_GROUPS
 from keras_bert_core.training import completed_steps
 from tests.cli.conftest import VOCAB
 from tests.cli.test_errors import assert_user_error
-from tests.cli.test_training_reliability import kill_at_step, run_kbc
+from tests.cli.test_training_reliability import kill_at_step
 
 # Each text holds one marker word of its label among neutral words: the [CLS] output must
 # attend to it, which the frozen encoder does not do on its own.
@@ -125,7 +125,7 @@ def test_lora_fine_tune_learns_and_every_command_gives_the_adapter_models_answer
 
 
 @pytest.mark.slow
-def test_a_killed_lora_run_resumes_with_its_adapters(pretrain_run, keyword_task, tmp_path):
+def test_a_killed_lora_run_resumes_with_its_adapters(kbc, pretrain_run, keyword_task, tmp_path):
     train, _ = keyword_task
     run_dir = tmp_path / "run"
     argv = ("finetune", "--task", "classify", "--train", train, "--checkpoint", pretrain_run,
@@ -136,9 +136,9 @@ def test_a_killed_lora_run_resumes_with_its_adapters(pretrain_run, keyword_task,
     backed_up = completed_steps(str(run_dir))
     assert 0 < backed_up <= killed_at and not (run_dir / "model.keras").exists()
 
-    resumed = run_kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"after step {backed_up} of 192" in resumed.stderr
+    resumed = kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
+    assert resumed.code == 0, resumed.err[-3000:]
+    assert f"after step {backed_up} of 192" in resumed.err
     # The base checkpoint plus the adapters file is the model the run saved: a resume that
     # lost the adapters (Keras's weight files keep merged kernels only) would have trained
     # new ones over the merged kernels, which the file cannot reproduce.

@@ -1,7 +1,8 @@
-"""Training runs as a user meets them: killed with SIGKILL and resumed (from another working
-directory), `kbc` in a process of its own; inputs that `--overwrite` must not touch, data that
-cannot train, and bad options, each ending with one line and no traceback (bad options in a
-process of their own, the rest in this one: a new process is not what they are about)."""
+"""Training runs as a user meets them: killed with SIGKILL in a process of their own and
+resumed in this one (from another working directory; the kill needs a process, the resume
+does not); inputs that `--overwrite` must not touch, data that cannot train, and bad options,
+each ending with one line and no traceback (bad options in a process of their own, the rest
+in this one: a new process is not what they are about)."""
 
 import json
 import os
@@ -78,7 +79,7 @@ def reviews(tmp_path_factory):
 
 @pytest.mark.slow
 def test_pretrain_killed_mid_epoch_resumes_from_another_folder_losing_few_steps(
-        corpus, config_file, tmp_path):
+        kbc, corpus, config_file, tmp_path):
     run_dir = tmp_path / "work" / "run"
     (tmp_path / "work").mkdir()
     argv = ("pretrain", corpus, "--vocab", VOCAB, "--config", config_file, "--seq-length", 32,
@@ -90,9 +91,9 @@ def test_pretrain_killed_mid_epoch_resumes_from_another_folder_losing_few_steps(
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    resumed = run_kbc("pretrain", "--resume", "--run-dir", run_dir, cwd=elsewhere)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"after step {backed_up} of 300" in resumed.stderr
+    resumed = kbc("pretrain", "--resume", "--run-dir", run_dir, cwd=elsewhere)
+    assert resumed.code == 0, resumed.err[-3000:]
+    assert f"after step {backed_up} of 300" in resumed.err
     steps, epochs = metrics_steps(run_dir)
     assert steps == list(range(50, 301, 50))  # each once, in order
     assert epochs == [(1, 100), (2, 200), (3, 300)]
@@ -115,11 +116,11 @@ def test_finetune_killed_mid_epoch_resumes_and_partial_runs_say_so(
         assert_one_line_error(kbc(*command, cwd=tmp_path, stdin="a film\n"),
                               "has not finished training", "kbc finetune --resume")
 
-    resumed = run_kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    resumed = kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
+    assert resumed.code == 0, resumed.err[-3000:]
     # The killed command's lock was left behind; the resume takes it over and says so.
-    assert f"{run_dir}: took over the lock of pid " in resumed.stderr
-    assert "which no longer runs" in resumed.stderr
+    assert f"{run_dir}: took over the lock of pid " in resumed.err
+    assert "which no longer runs" in resumed.err
     steps, epochs = metrics_steps(run_dir)
     assert steps == [50, 100, 150]
     assert epochs == [(1, 50), (2, 100), (3, 150)]
