@@ -1,5 +1,6 @@
-"""Shared runs for the CLI tests: one tiny pretraining run and one fine-tuned classifier,
-made once per session and reused by the tests that read, export or continue them."""
+"""Shared runs for the CLI tests: one tiny pretraining run, one fine-tuned classifier and its
+preset and exports, made once per session and reused by the tests that read, export or
+continue them."""
 
 import dataclasses
 import fcntl
@@ -138,7 +139,7 @@ def run_preset(classify_run, tmp_path_factory):
         with mock.patch.dict(os.environ):
             _kbc("export", classify_run, "-o", output, "--format", "preset")
 
-    return built_once(tmp_path_factory, "classify_export", export) / "preset"
+    return built_once(tmp_path_factory, "classify_preset", export) / "preset"
 
 
 @pytest.fixture(scope="session")
@@ -154,7 +155,7 @@ def classify_export(classify_run, tmp_path_factory):
                  "float32", "dynamic")
         assert not [p for p in os.listdir(folder) if ".partial-" in p]  # renamed when done
 
-    return built_once(tmp_path_factory, "classify_exports", export) / "export"
+    return built_once(tmp_path_factory, "classify_export", export) / "export"
 
 
 @pytest.fixture(scope="session")
