@@ -109,6 +109,42 @@ def adam_moments(optimizer, variable):
             _private(optimizer, "_velocities")[index])
 
 
+class WeightDecayInUpdateStep:
+    """Mixin of a Keras optimizer whose `update_step` applies the decoupled weight decay
+    itself, by calling `decay_weight(variable, learning_rate)` first.
+
+    Private: `BaseOptimizer._apply_weight_decay` (overridden: it does nothing here) and
+    `_use_weight_decay` (Keras's exclusions, by name and by variable). Keras decays every
+    variable in a pass of its own before the update, and its TensorFlow pass computes the
+    learning rate, the schedule's every op, once more for each variable, inside a
+    cross-replica update of its own: ops that every traced train step builds and every
+    step runs (`bench/first_fit.py` times a new model's first `fit` both ways). Keras has
+    no public hook for where the decay happens.
+
+    Example:
+    >>> import keras, numpy as np
+    >>> class DecayingSGD(WeightDecayInUpdateStep, keras.optimizers.SGD):
+    ...     def update_step(self, gradient, variable, learning_rate):
+    ...         self.decay_weight(variable, learning_rate)
+    ...         super().update_step(gradient, variable, learning_rate)
+    >>> weight = keras.Variable([1.0])
+    >>> DecayingSGD(learning_rate=0.5, weight_decay=0.1).apply([np.zeros(1, "float32")], [weight])
+    >>> round(float(weight.numpy()[0]), 4)  # 1 - 0.5 * 0.1 * 1
+    0.95
+    """
+
+    def _apply_weight_decay(self, variables):
+        pass  # `decay_weight` does it, in `update_step`
+
+    def decay_weight(self, variable, learning_rate):
+        """`variable -= learning_rate * weight_decay * variable`, unless it is excluded."""
+        if self.weight_decay and _private(self, "_use_weight_decay")(variable):
+            import keras
+
+            rate = keras.ops.cast(learning_rate * self.weight_decay, variable.dtype)
+            variable.assign_sub(variable * rate)
+
+
 def take_inputs_as_given(layer):
     """Makes `layer` take its positional inputs as they come: strings and Python lists, not
     cast to the layer's dtype.

@@ -5,17 +5,17 @@ warmup + linear decay schedule, and `create_optimizer`, which puts them together
 import keras
 from keras import ops
 
-from keras_bert_core.keras_internals import adam_moments
+from keras_bert_core.keras_internals import WeightDecayInUpdateStep, adam_moments
 
 # Matched (as regular expressions) against a variable's short name: Keras 3 names LayerNorm
 # weights "gamma"/"beta" and biases "bias"; the TF1-style spellings cover converted models.
 NO_WEIGHT_DECAY = ("bias", "gamma", "beta", "layer_norm", "LayerNorm")
 
 
-class _BertOptimizerMixin:
+class _BertOptimizerMixin(WeightDecayInUpdateStep):
     """BERT's defaults, and weight-decay exclusions that survive `get_config`: a plain Keras
     optimizer forgets `exclude_from_weight_decay` when saved, so a reloaded model would decay
-    its LayerNorm weights and biases."""
+    its LayerNorm weights and biases. The decay is applied in each variable's update."""
 
     def __init__(self, learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0,
                  weight_decay_exclusions=NO_WEIGHT_DECAY, **kwargs):
@@ -115,6 +115,7 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         # moments; TensorFlow's ResourceApplyAdam kernel does the same arithmetic in one,
         # which matters on CPU, where the optimizer is memory-bound (`keras_adamw` in
         # bench/ablations.py).
+        self.decay_weight(variable, learning_rate)
         if self.amsgrad or keras.backend.backend() != "tensorflow":
             return super().update_step(gradient, variable, learning_rate)
         import tensorflow as tf
@@ -149,6 +150,10 @@ class BertLamb(_BertOptimizerMixin, keras.optimizers.Lamb):
     ...     optimizer.weight_decay_exclusions)
     True
     """
+
+    def update_step(self, gradient, variable, learning_rate):
+        self.decay_weight(variable, learning_rate)
+        super().update_step(gradient, variable, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")

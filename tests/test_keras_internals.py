@@ -3,6 +3,7 @@ that moves one fails here, with its name."""
 
 import keras
 import numpy as np
+import pytest
 
 from keras_bert_core import keras_internals
 
@@ -97,3 +98,28 @@ def test_layers_take_string_inputs_as_given():
     assert layer(["ab", "abc"]).numpy().tolist() == [2, 3], \
         "Layer._convert_input_args / _allow_non_tensor_positional_args no longer let a " \
         "layer take a list of strings"
+
+
+def test_weight_decay_is_applied_once_in_the_update_and_honours_exclusions():
+    calls = []
+
+    class Spy(keras.optimizers.SGD):
+        def _apply_weight_decay(self, variables):
+            calls.append(len(variables))
+            super()._apply_weight_decay(variables)
+
+    class DecayingSGD(keras_internals.WeightDecayInUpdateStep, keras.optimizers.SGD):
+        def update_step(self, gradient, variable, learning_rate):
+            self.decay_weight(variable, learning_rate)
+            super().update_step(gradient, variable, learning_rate)
+
+    kernel, bias = keras.Variable([1.0], name="kernel"), keras.Variable([1.0], name="bias")
+    Spy(weight_decay=0.1).apply([np.zeros(1, "float32")], [keras.Variable([1.0])])
+    assert calls == [1], "BaseOptimizer._apply_weight_decay is no longer Keras's weight-decay " \
+        "pass: WeightDecayInUpdateStep would decay twice"
+    optimizer = DecayingSGD(learning_rate=0.5, weight_decay=0.1)
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    optimizer.apply([np.zeros(1, "float32")] * 2, [kernel, bias])
+    assert float(kernel.numpy()[0]) == pytest.approx(0.95), "decayed other than once"
+    assert float(bias.numpy()[0]) == 1.0, \
+        "BaseOptimizer._use_weight_decay no longer honours exclude_from_weight_decay"

@@ -188,6 +188,26 @@ def test_bert_adamw_steps_like_keras_adamw(sparse, clipnorm):
     assert not np.allclose(variables[0].numpy(), initial)
 
 
+
+@pytest.mark.parametrize("name", ["adamw", "lamb"])
+def test_weight_decay_in_the_update_equals_keras_own_pass_on_a_schedule(name):
+    # The package's optimizers decay each variable in its update (keras_internals'
+    # WeightDecayInUpdateStep); Keras's own decay every variable first, at the same rate.
+    rng = np.random.default_rng(1)
+    initial = rng.normal(size=(4, 3)).astype("float32")
+    keras_class = {"adamw": keras.optimizers.Adam, "lamb": keras.optimizers.Lamb}[name]
+    optimizers = [create_optimizer(1e-1, 6, 2, optimizer=name, weight_decay=0.3, clipnorm=None),
+                  *(keras_class(WarmupLinearDecay(1e-1, decay_steps=6, warmup_steps=2),
+                                weight_decay=decay, epsilon=1e-6) for decay in (0.3, None))]
+    variables = [keras.Variable(initial, name="kernel") for _ in optimizers]
+    for _ in range(5):
+        gradient = rng.normal(size=initial.shape).astype("float32")
+        for optimizer, variable in zip(optimizers, variables, strict=True):
+            optimizer.apply([gradient], [variable])
+    ours, decayed, undecayed = (variable.numpy() for variable in variables)
+    np.testing.assert_allclose(ours, decayed, rtol=1e-5, atol=1e-6)
+    assert np.abs(ours - undecayed).max() > 1e-2
+
 def learning_rates(schedule, steps):
     return np.array([float(schedule(step)) for step in steps])
 

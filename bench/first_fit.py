@@ -1,0 +1,92 @@
+"""What a new model's first `fit` costs before training starts: tracing the train step.
+
+    python bench/first_fit.py --rounds 5
+
+Every `kbc finetune`, every fine-tuning script and every test that trains pays it once per
+model. Each round builds a small `BertClassifier` (`tiny` sizes, 2 layers) per variant,
+compiles it with `create_optimizer` (AdamW, warmup + linear decay, clipping) and fits 2
+steps, the variants taking turns in one process so the machine's load reaches them alike:
+
+- `package`: the optimizer as it ships, each variable decayed in its own update
+  (`keras_internals.WeightDecayInUpdateStep`);
+- `keras_decay_pass`: Keras's own weight-decay pass before the update, which computes the
+  learning rate, the schedule's every op, once more for each variable inside a
+  cross-replica update of its own.
+
+Reports the process CPU seconds of each first `fit` (median and best over the rounds);
+writes bench/results/first_fit.json (or `--out`).
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+
+def keras_decay_pass_optimizer():
+    """`create_optimizer`'s AdamW with Keras's weight-decay pass put back (bench only)."""
+    import keras
+
+    from keras_bert_core.optimizers import BertAdamW, create_optimizer
+
+    class KerasDecayPass(BertAdamW):
+        _apply_weight_decay = keras.optimizers.AdamW._apply_weight_decay
+
+        def decay_weight(self, variable, learning_rate):
+            pass
+
+    optimizer = create_optimizer(1e-4, 100, 10)
+    return KerasDecayPass.from_config(optimizer.get_config())
+
+
+def first_fit(make_optimizer):
+    """The process CPU seconds of a new model's first `fit`."""
+    import keras
+    import numpy as np
+
+    import keras_bert_core as kbc
+
+    config = kbc.BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=32)
+    model = kbc.BertClassifier(kbc.BertEncoder(config), num_classes=2)
+    model.compile(optimizer=make_optimizer())
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 1000, size=(16, 32)).astype("int32")
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    start = time.process_time()
+    model.fit(x, ids[:, 1] % 2, batch_size=8, epochs=1, verbose=0)
+    seconds = time.process_time() - start
+    keras.backend.clear_session()
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", default=os.path.join(common.RESULTS_DIR, "first_fit.json"))
+    args = parser.parse_args()
+    from keras_bert_core.optimizers import create_optimizer
+
+    variants = {"package": lambda: create_optimizer(1e-4, 100, 10),
+                "keras_decay_pass": keras_decay_pass_optimizer}
+    first_fit(variants["package"])  # warm-up: imports, first XLA kernels
+    seconds = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, make in variants.items():
+            seconds[name].append(first_fit(make))
+    rows = {name: {"cpu_s_median": statistics.median(values), "cpu_s_best": min(values),
+                   "cpu_s": values} for name, values in seconds.items()}
+    print("| variant | CPU s, median | best |\n|---|---:|---:|")
+    for name, row in rows.items():
+        print(f"| {name} | {row['cpu_s_median']:.3f} | {row['cpu_s_best']:.3f} |")
+    common.emit({"machine": common.machine_info(), "rounds": args.rounds, "variants": rows},
+                args.out)
+
+
+if __name__ == "__main__":
+    main()
