@@ -110,6 +110,10 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
     [1.0, 1.0, 1.0, 1.0]
     """
 
+    def apply(self, grads, trainable_variables=None):
+        self._step_scalars = {}  # this update's, by dtype: see `update_step`
+        return super().apply(grads, trainable_variables)
+
     def update_step(self, gradient, variable, learning_rate):
         # Keras's Adam step is about ten element-wise passes over each variable and its two
         # moments; TensorFlow's ResourceApplyAdam kernel does the same arithmetic in one,
@@ -121,15 +125,26 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
         import tensorflow as tf
 
         dtype = variable.dtype
-        step = tf.cast(self.iterations + 1, dtype)
         momentum, velocity = adam_moments(self, variable)
-        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle, m=momentum.handle, v=velocity.handle,
-            beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
-            lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
-            epsilon=tf.cast(self.epsilon, dtype),
+            **self._adam_scalars(dtype, learning_rate),
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
+
+    def _adam_scalars(self, dtype, learning_rate):
+        # The same for every variable of one update: made once per update (and per traced
+        # step), not once per variable (`bench/first_fit.py`).
+        import tensorflow as tf
+
+        scalars = getattr(self, "_step_scalars", {})
+        if dtype not in scalars:
+            step = tf.cast(self.iterations + 1, dtype)
+            beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+            scalars[dtype] = {
+                "beta1_power": tf.pow(beta_1, step), "beta2_power": tf.pow(beta_2, step),
+                "lr": tf.cast(learning_rate, dtype), "beta1": beta_1, "beta2": beta_2,
+                "epsilon": tf.cast(self.epsilon, dtype)}
+        return scalars[dtype]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_core")
