@@ -111,7 +111,7 @@ class BertAdamW(_BertOptimizerMixin, keras.optimizers.AdamW):
     """
 
     def apply(self, grads, trainable_variables=None):
-        self._step_scalars = {}  # this update's, by dtype: see `update_step`
+        self._step_scalars = {}  # this update's, by dtype: see `_adam_scalars`
         return super().apply(grads, trainable_variables)
 
     def update_step(self, gradient, variable, learning_rate):

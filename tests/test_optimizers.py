@@ -188,11 +188,10 @@ def test_bert_adamw_steps_like_keras_adamw(sparse, clipnorm):
     assert not np.allclose(variables[0].numpy(), initial)
 
 
-
 @pytest.mark.parametrize("name", ["adamw", "lamb"])
 def test_weight_decay_in_the_update_equals_keras_own_pass_on_a_schedule(name):
     # The package's optimizers decay each variable in its update (keras_internals'
-    # WeightDecayInUpdateStep); Keras's own decay every variable first, at the same rate.
+    # WeightDecayInUpdateStep); Keras's decay every variable in a pass before it.
     rng = np.random.default_rng(1)
     initial = rng.normal(size=(4, 3)).astype("float32")
     keras_class = {"adamw": keras.optimizers.Adam, "lamb": keras.optimizers.Lamb}[name]
@@ -207,6 +206,7 @@ def test_weight_decay_in_the_update_equals_keras_own_pass_on_a_schedule(name):
     ours, decayed, undecayed = (variable.numpy() for variable in variables)
     np.testing.assert_allclose(ours, decayed, rtol=1e-5, atol=1e-6)
     assert np.abs(ours - undecayed).max() > 1e-2
+
 
 def learning_rates(schedule, steps):
     return np.array([float(schedule(step)) for step in steps])
