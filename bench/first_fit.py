@@ -32,11 +32,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 
+def package_optimizer():
+    """`create_optimizer`'s AdamW, as every variant's settings."""
+    from keras_bert_core.optimizers import create_optimizer
+
+    return create_optimizer(1e-4, 100, 10)
+
+
 def keras_decay_pass_optimizer():
-    """`create_optimizer`'s AdamW with Keras's weight-decay pass put back (bench only)."""
+    """The package's optimizer with Keras's weight-decay pass put back (bench only)."""
     import keras
 
-    from keras_bert_core.optimizers import BertAdamW, create_optimizer
+    from keras_bert_core.optimizers import BertAdamW
 
     class KerasDecayPass(BertAdamW):
         _apply_weight_decay = keras.optimizers.AdamW._apply_weight_decay
@@ -44,21 +51,19 @@ def keras_decay_pass_optimizer():
         def decay_weight(self, variable, learning_rate):
             pass
 
-    optimizer = create_optimizer(1e-4, 100, 10)
-    return KerasDecayPass.from_config(optimizer.get_config())
+    return KerasDecayPass.from_config(package_optimizer().get_config())
 
 
 def adam_scalars_per_variable_optimizer():
-    """`create_optimizer`'s AdamW making its step scalars for each variable (bench only)."""
-    from keras_bert_core.optimizers import BertAdamW, create_optimizer
+    """The package's optimizer making its step scalars for each variable (bench only)."""
+    from keras_bert_core.optimizers import BertAdamW
 
     class PerVariable(BertAdamW):
         def _adam_scalars(self, dtype, learning_rate):
             self._step_scalars = {}
             return super()._adam_scalars(dtype, learning_rate)
 
-    optimizer = create_optimizer(1e-4, 100, 10)
-    return PerVariable.from_config(optimizer.get_config())
+    return PerVariable.from_config(package_optimizer().get_config())
 
 
 def first_fit(make_optimizer):
@@ -86,9 +91,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", default=os.path.join(common.RESULTS_DIR, "first_fit.json"))
     args = parser.parse_args()
-    from keras_bert_core.optimizers import create_optimizer
-
-    variants = {"package": lambda: create_optimizer(1e-4, 100, 10),
+    variants = {"package": package_optimizer,
                 "keras_decay_pass": keras_decay_pass_optimizer,
                 "adam_scalars_per_variable": adam_scalars_per_variable_optimizer}
     first_fit(variants["package"])  # warm-up: imports, first XLA kernels
