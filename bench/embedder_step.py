@@ -23,6 +23,8 @@ variant's speed-up over the first. Variants (join with `+` to combine):
   on `[rows, width]` (`layers/layer_norm.py`);
 - `keras_weight_gradient`: `FlatDense`'s kernel gradient as TensorFlow's `MatMul` gradient
   (`transpose_a`), as before `layers/flat_dense.py` took it as a batch matmul;
+- `padded_feed_forward`: each block's feed-forward half on every position, padding's too,
+  as before it ran on the real tokens' rows alone (`fusion(unpadded=False)`);
 - `bert_adamw`: `kbc.BertAdamW(2e-5, weight_decay=0, epsilon=1e-8, global_clipnorm=1.0)`,
   sentence-transformers' trainer's settings (AdamW, no decay, clipping at 1) with the
   package's one-kernel Adam update;
@@ -55,8 +57,11 @@ def tracing_context(name):
     import tensorflow as tf
 
     from keras_bert_core.layers import flat_dense, layer_norm
+    from keras_bert_core.layers.fusion import fusion
 
     stack = contextlib.ExitStack()
+    if "padded_feed_forward" in name.split("+"):
+        stack.enter_context(fusion(unpadded=False))
     if "layer_norm_3d" in name.split("+"):
         stack.enter_context(mock.patch.object(layer_norm, "_rows", lambda x: x))
     if "keras_weight_gradient" in name.split("+"):
@@ -92,7 +97,8 @@ def variant_model(name, args):
             optimizer = keras.optimizers.Adam(2e-5, epsilon=1e-8, global_clipnorm=1.0)
         elif part == "xla":
             jit_compile = True
-        elif part not in ("default", "layer_norm_3d", "keras_weight_gradient"):
+        elif part not in ("default", "layer_norm_3d", "keras_weight_gradient",
+                          "padded_feed_forward"):
             raise SystemExit(f"unknown variant {part!r}")
     embedder.compile(optimizer=optimizer, loss=kbc.ContrastiveLoss(scale=20.0),
                      jit_compile=jit_compile)

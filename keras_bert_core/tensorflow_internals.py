@@ -92,3 +92,14 @@ def regex_split_with_offsets(text, delimiter_pattern, kept_delimiter_pattern):
                                              f"({kept_delimiter_pattern})")
     return tuple(tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
                  for values in (pieces, starts, ends))
+
+
+def traced_into_xla():
+    """Whether the ops being traced now go into an XLA-compiled function (a
+    `tf.function(jit_compile=True)`, Keras's `jit_compile` step, or a function called in one)
+    (`tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext`): XLA needs static
+    shapes, and TensorFlow has no public way to ask whether a trace is compiled by it."""
+    import tensorflow as tf
+    from tensorflow.python.ops import control_flow_util
+
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())

@@ -95,3 +95,22 @@ def test_tensorflow_text_regex_split_op_splits_as_the_public_function():
     got = tensorflow_internals.regex_split_with_offsets(text, r"\s+|,", ",")
     for a, b in zip(got, expected, strict=True):
         assert a.to_list() == b.to_list()
+
+
+def test_control_flow_util_graph_or_parents_in_xla_context_sees_jit_compile():
+    seen = {}
+
+    @tf.function(jit_compile=True)
+    def compiled(x):
+        seen["compiled"] = tensorflow_internals.traced_into_xla()
+        return x + 1.0
+
+    @tf.function
+    def plain(x):
+        seen["plain"] = tensorflow_internals.traced_into_xla()
+        return compiled(x)
+
+    plain(tf.constant(1.0))
+    assert seen == {"plain": False, "compiled": True}, (
+        "tensorflow.python.ops.control_flow_util.GraphOrParentsInXlaContext")
+    assert tensorflow_internals.traced_into_xla() is False  # eager

@@ -6,8 +6,10 @@ GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]
 each becomes one XLA kernel forward and one backward that recomputes the forward inside
 itself instead of keeping its intermediates (the matmuls around them stay TensorFlow's).
 Inference, export and other backends run the plain ops, so SavedModels and TFLite files hold
-no XLA-only functions. Results equal the plain ops' to float rounding. `fusion` turns either
-kind off, to measure what it gains (bench/ablations.py) or to check it changes no result.
+no XLA-only functions. Results equal the plain ops' to float rounding. While training, the
+feed-forward half of each block also runs on the real tokens' rows alone, not the padding's
+(`unpadded_rows`). `fusion` turns each kind off, to measure what it gains (bench/ablations.py,
+bench/embedder_step.py) or to check it changes no result.
 """
 
 import contextlib
@@ -15,11 +17,11 @@ import contextlib
 import keras
 
 # The fusions that layers use when called (or traced): all, except while `fusion` says not.
-_ENABLED = {"elementwise": True, "dense": True}
+_ENABLED = {"elementwise": True, "dense": True, "unpadded": True}
 
 
 @contextlib.contextmanager
-def fusion(elementwise=True, dense=True):
+def fusion(elementwise=True, dense=True, unpadded=True):
     """Switches the layers' fusions for the layers called, or traced, while it is held.
 
     A traced step keeps the ops it was traced with, so hold it while a model's step is
@@ -32,6 +34,8 @@ def fusion(elementwise=True, dense=True):
             dropout Keras's random masks).
         dense: `FlatDense` flattens the leading axes so that its matmul and bias fuse; `False`
             runs `keras.layers.Dense.call` on the input as it is.
+        unpadded: while training, each block's feed-forward half (and its norm) runs on the
+            real tokens' rows (`unpadded_rows`); `False` runs it on every position.
 
     Example:
     >>> import numpy as np
@@ -43,7 +47,7 @@ def fusion(elementwise=True, dense=True):
     True
     """
     previous = dict(_ENABLED)
-    _ENABLED.update(elementwise=elementwise, dense=dense)
+    _ENABLED.update(elementwise=elementwise, dense=dense, unpadded=unpadded)
     try:
         yield
     finally:
@@ -59,6 +63,44 @@ def fuses_elementwise(training):
 def fuses_dense():
     """Whether `FlatDense` flattens its input so that matmul and bias fuse."""
     return _ENABLED["dense"]
+
+
+def unpads(training):
+    """Whether a training call runs its feed-forward on the real tokens' rows alone: not
+    where XLA compiles the whole step (their number is not static)."""
+    if not (training is True and _ENABLED["unpadded"]
+            and keras.backend.backend() == "tensorflow"):
+        return False
+    from keras_bert_core.tensorflow_internals import traced_into_xla
+
+    return not traced_into_xla()
+
+
+# The unpadded rows are counted up to a multiple of this: the XLA kernels (and oneDNN's
+# matmul primitives) are compiled once per shape, and the number of real tokens changes
+# with every batch.
+ROW_MULTIPLE = 256
+
+
+def unpadded_rows(token_mask):
+    """`(rows, count)`: int32 indices of the real tokens (`token_mask > 0`) among the
+    `[batch * seq]` flattened positions, first the `count` real ones, then index 0 again up
+    to a multiple of `ROW_MULTIPLE` (or to `batch * seq`). TensorFlow backend only.
+
+    Example:
+    >>> import numpy as np
+    >>> rows, count = unpadded_rows(np.array([[1, 1, 0], [1, 0, 0]]))
+    >>> rows.numpy().tolist(), int(count)
+    ([0, 1, 3, 0, 0, 0], 3)
+    """
+    import tensorflow as tf
+
+    flat = tf.reshape(tf.convert_to_tensor(token_mask), [-1])
+    real = tf.cast(tf.where(flat > 0)[:, 0], tf.int32)
+    count = tf.shape(real)[0]
+    padded = tf.minimum((count + ROW_MULTIPLE - 1) // ROW_MULTIPLE * ROW_MULTIPLE,
+                        tf.shape(flat)[0])
+    return tf.pad(real, [[0, padded - count]]), count
 
 
 def xla_fused(fn):

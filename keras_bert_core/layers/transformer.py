@@ -8,6 +8,7 @@ from keras_bert_core.layers.attention import MultiHeadSelfAttention
 from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention
 from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
+from keras_bert_core.layers.fusion import unpadded_rows, unpads
 from keras_bert_core.layers.layer_norm import LayerNorm
 
 
@@ -55,6 +56,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         padding_mask: int32 `[batch, seq]` instead of `bias`: the attention runs in query
             chunks or key bands (`chunked_attention.attend`), never a `[seq, seq]` matrix.
         relative_embeddings: with `relative_buckets`, the encoder's `RelativeEmbeddings`.
+        token_mask: int `[batch, seq]`, non-zero at real tokens: while training, the
+            feed-forward half and its norm run on the real tokens' rows alone (the padding's
+            outputs are then zeros, which no real token reads; `fusion(unpadded=False)`
+            turns it off).
 
     Example:
     >>> import numpy as np
@@ -137,21 +142,40 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # The norm computes in float32; hand its result back in the block's compute dtype.
         return ops.cast(layer(x), self.compute_dtype)
 
-    def _feed_forward(self, x, training):
+    def _feed_forward(self, rows, training):
         # On [rows, width] from end to end: the activation then follows the intermediate
         # matmul directly, and fuses into its kernel at inference (see `FlatDense`).
-        rows = ops.reshape(x, (-1, ops.shape(x)[-1]))
         h = self.intermediate(rows)
         if self.gated_feed_forward:  # GeGLU: the second half gates the activated first
             h = activate(self.activation, h[:, :self.intermediate_size], training) * h[
                 :, self.intermediate_size:]
         else:
             h = activate(self.activation, h, training)
-        out = ops.reshape(self.output_dense(h), ops.shape(x))
-        return self.dropout_layer(out, training=training)
+        return self.dropout_layer(self.output_dense(h), training=training)
+
+    def _feed_forward_half(self, x, training, token_mask):
+        """The residual feed-forward and its norm (post-LN: after; pre-LN: inside), on
+        `[rows, width]`: every position's, or while training the real tokens' alone."""
+        def half(rows):
+            if self.norm_first:
+                return rows + self._feed_forward(self._norm(self.output_norm, rows), training)
+            return self._norm(self.output_norm, rows + self._feed_forward(rows, training))
+
+        shape = ops.shape(x)
+        flat = ops.reshape(x, (-1, shape[-1]))
+        if token_mask is None or not unpads(training):
+            return ops.reshape(half(flat), shape)
+        import tensorflow as tf
+
+        # Padding is up to half the positions of a batch of texts of mixed lengths, and the
+        # feed-forward two thirds of a block's matmuls (bench/embedder_step.py's
+        # `padded_feed_forward` variant).
+        rows, count = unpadded_rows(token_mask)
+        out = half(tf.gather(flat, rows))[:count]
+        return tf.reshape(tf.scatter_nd(rows[:count, None], out, tf.shape(flat)), shape)
 
     def call(self, x, bias, output_positions=None, training=None, return_attention=False,
-             position_ids=None, padding_mask=None, relative_embeddings=None):
+             position_ids=None, padding_mask=None, relative_embeddings=None, token_mask=None):
         if output_positions is not None and bias is not None:
             # The queries' rows of the bias: [batch, 1, outputs, seq].
             rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
@@ -161,10 +185,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             rest = dict(zip(names, rest, strict=True))
             return self._forward(x, bias, rest.get("outputs"), training, return_attention,
                                  rest.get("position_ids"), rest.get("padding_mask"),
-                                 rest.get("relative_embeddings"))
+                                 rest.get("relative_embeddings"), rest.get("token_mask"))
 
+        if output_positions is not None:
+            token_mask = None  # the last block's few output rows: nothing to leave out
         optional = {"outputs": output_positions, "position_ids": position_ids,
-                    "padding_mask": padding_mask, "relative_embeddings": relative_embeddings}
+                    "padding_mask": padding_mask, "relative_embeddings": relative_embeddings,
+                    "token_mask": token_mask}
         names = [name for name, value in optional.items() if value is not None]
         args = (x, bias, *(optional[name] for name in names))
         if self.remat:
@@ -174,7 +201,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return forward(*args)
 
     def _forward(self, x, bias, positions, training, return_attention=False,
-                 position_ids=None, padding_mask=None, relative_embeddings=None):
+                 position_ids=None, padding_mask=None, relative_embeddings=None,
+                 token_mask=None):
         def outputs_of(states):
             if positions is None:
                 return states
@@ -202,7 +230,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             if return_attention:
                 attended, probs = attended
             x = queries + self.dropout_layer(attended, training=training)
-            x = x + self._feed_forward(self._norm(self.output_norm, x), training)
+            x = self._feed_forward_half(x, training, token_mask)
             return (x, probs) if return_attention else x
         attended = self.attention(queries, bias, context=x, training=training,
                                   **attention_kwargs)
@@ -210,19 +238,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
             attended, probs = attended
         attended = self.dropout_layer(attended, training=training)
         x = self._norm(self.attention_norm, queries + attended)
-        x = self._norm(self.output_norm, x + self._feed_forward(x, training))
+        x = self._feed_forward_half(x, training, token_mask)
         return (x, probs) if return_attention else x
 
     def compute_output_shape(self, x_shape, bias_shape, output_positions_shape=None,
                              position_ids_shape=None, padding_mask_shape=None,
-                             relative_embeddings_shape=None):
+                             relative_embeddings_shape=None, token_mask_shape=None):
         if output_positions_shape is None:
             return x_shape
         return (*output_positions_shape, x_shape[-1])
 
     def compute_output_spec(self, x, bias, output_positions=None, training=None,
                             return_attention=False, position_ids=None, padding_mask=None,
-                            relative_embeddings=None):
+                            relative_embeddings=None, token_mask=None):
         shape = self.compute_output_shape(
             x.shape, None, None if output_positions is None else output_positions.shape)
         outputs = keras.KerasTensor(shape, dtype=self.compute_dtype)

@@ -37,3 +37,44 @@ def test_fusion_switch_changes_the_ops_not_the_results(switch, plain_op):
     assert plain_op in ops[False] and plain_op not in ops[True]
     for a, b in zip(traced[True](x), traced[False](x), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("block_kwargs", [
+    {}, {"norm_first": True}, {"gated_feed_forward": True, "use_bias": False}],
+    ids=["post_ln", "pre_ln", "geglu_no_bias"])
+def test_unpadded_feed_forward_computes_the_real_tokens_as_the_padded_one(block_kwargs):
+    # Rows of 7, 3 and 1 real tokens of 8: 11 of 24 positions, their rows then index 0 again
+    # up to 24 (ROW_MULTIPLE is larger). The loss reads the real tokens alone, as every loss
+    # and pooling of the package does.
+    from keras_bert_core.layers import TransformerEncoderBlock, attention_bias
+    from keras_bert_core.layers.fusion import unpadded_rows
+
+    rng = np.random.default_rng(5)
+    mask = (np.arange(8)[None] < np.array([[7], [3], [1]])).astype("int32")
+    x = tf.constant(rng.normal(size=(3, 8, 16)), tf.float32)
+    upstream = tf.constant(rng.normal(size=(3, 8, 16)) * mask[..., None], tf.float32)
+    block = TransformerEncoderBlock(num_heads=2, intermediate_size=32, **block_kwargs)
+    block(x, attention_bias(mask))
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = block(x, attention_bias(mask), token_mask=mask, training=True)
+        return [y, *tape.gradient(y, [x, *block.trainable_variables], upstream)]
+
+    results = {}
+    for unpadded in (True, False):
+        with fusion(unpadded=unpadded):
+            traced = tf.function(step).get_concrete_function(tf.TensorSpec(x.shape, x.dtype))
+        ops = {op.type for op in traced.graph.get_operations()}
+        assert ("ScatterNd" in ops) is unpadded
+        results[unpadded] = traced(x)
+    unpadded, padded = results[True], results[False]
+    real = mask[..., None].astype(bool)
+    np.testing.assert_allclose(np.where(real, unpadded[0], 0), np.where(real, padded[0], 0),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.where(real, 0, unpadded[0]), 0)  # the padding's rows
+    for a, b in zip(unpadded[1:], padded[1:], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    rows, count = unpadded_rows(mask)
+    assert int(count) == 11 and rows.shape == (24,)
