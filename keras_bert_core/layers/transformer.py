@@ -167,8 +167,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             return ops.reshape(half(flat), shape)
         import tensorflow as tf
 
-        # Padding is up to half the positions of a batch of texts of mixed lengths, and the
-        # feed-forward two thirds of a block's matmuls (bench/embedder_step.py's
+        # Texts of mixed lengths leave much of a batch padding, and the feed-forward is two
+        # thirds of a block's matmuls (the gain: bench/embedder_step.py's
         # `padded_feed_forward` variant).
         rows, count = unpadded_rows(token_mask)
         out = half(tf.gather(flat, rows))[:count]
@@ -181,17 +181,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
             rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
             bias = ops.take_along_axis(bias, rows, axis=2)
 
+        if output_positions is not None:
+            token_mask = None  # the last block's few output rows: nothing to leave out
+
         def forward(x, bias, *rest):
+            # `token_mask` (int, no gradient) is closed over: `keras.remat` watches its
+            # positional arguments, and warns for each that is not a float.
             rest = dict(zip(names, rest, strict=True))
             return self._forward(x, bias, rest.get("outputs"), training, return_attention,
                                  rest.get("position_ids"), rest.get("padding_mask"),
-                                 rest.get("relative_embeddings"), rest.get("token_mask"))
+                                 rest.get("relative_embeddings"), token_mask)
 
-        if output_positions is not None:
-            token_mask = None  # the last block's few output rows: nothing to leave out
         optional = {"outputs": output_positions, "position_ids": position_ids,
-                    "padding_mask": padding_mask, "relative_embeddings": relative_embeddings,
-                    "token_mask": token_mask}
+                    "padding_mask": padding_mask, "relative_embeddings": relative_embeddings}
         names = [name for name, value in optional.items() if value is not None]
         args = (x, bias, *(optional[name] for name in names))
         if self.remat:

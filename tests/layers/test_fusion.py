@@ -40,8 +40,8 @@ def test_fusion_switch_changes_the_ops_not_the_results(switch, plain_op):
 
 
 @pytest.mark.parametrize("block_kwargs", [
-    {}, {"norm_first": True}, {"gated_feed_forward": True, "use_bias": False}],
-    ids=["post_ln", "pre_ln", "geglu_no_bias"])
+    {}, {"norm_first": True}, {"gated_feed_forward": True, "use_bias": False},
+    {"remat": True}], ids=["post_ln", "pre_ln", "geglu_no_bias", "remat"])
 def test_unpadded_feed_forward_computes_the_real_tokens_as_the_padded_one(block_kwargs):
     # Rows of 7, 3 and 1 real tokens of 8: 11 of 24 positions, their rows then index 0 again
     # up to 24 (ROW_MULTIPLE is larger). The loss reads the real tokens alone, as every loss
