@@ -31,10 +31,11 @@ of the task's train split in a fixed order, `--train-length` wordpieces at most,
 in-batch-negatives contrastive loss (scale 20), Adam, learning rate 2e-5:
 sentence-transformers' `SentenceTransformerTrainer` with `MultipleNegativesRankingLoss`,
 and `kbc.BertEmbedder.fit` with `kbc.ContrastiveLoss`; seconds per step between
-consecutive step ends, median of `--train-steps` steps after `--train-warmup`; and the
-wordpieces one step computes (sentence-transformers pads each column to its batch's longest
-text; `fit` each column to its length bucket, `BertEmbedder(length_buckets="auto")`, or to
-`--train-length` for the engine `kbc fit padded`, not run by default), and the CPU
+consecutive step ends, median of `--train-steps` steps after `--train-warmup`; the
+positions (wordpieces and padding) one step holds (sentence-transformers pads each column to
+its batch's longest text; `fit` each column to its length bucket,
+`BertEmbedder(length_buckets="auto")`, or to `--train-length` for the engine `kbc fit
+padded`, not run by default) and the real wordpieces among them, and the CPU
 seconds of the process per step (all its threads; on a loaded machine the wall time
 stretches, the CPU time much less; PyTorch's spin-waiting threads inflate its CPU time
 there, so `--threads 1` compares CPU time without them). `--kbc-jit` compiles kbc's
@@ -256,11 +257,12 @@ def step_seconds_st(args, train):
             model=model, args=training_args, train_dataset=dataset,
             loss=MultipleNegativesRankingLoss(model, scale=20.0), callbacks=[StepEnds()])
         trainer.train()
-    # Wordpieces a step computes: each column padded to its batch's longest text.
-    tokens = [sum(len(batch) * max(len(ids) for ids in model.tokenize(batch)["input_ids"])
-                  for batch in ([p["query"] for p in chunk], [p["document"] for p in chunk]))
-              for chunk in common.batches(train, args.train_batch)]
-    return ends, statistics.fmean(tokens)
+    # Positions a step holds (each column padded to its batch's longest text), real tokens.
+    masks = [[model.tokenize(batch)["attention_mask"]
+              for batch in ([p["query"] for p in chunk], [p["document"] for p in chunk])]
+             for chunk in common.batches(train, args.train_batch)]
+    return ends, *(statistics.fmean(sum(count(mask) for mask in step) for step in masks)
+                   for count in (lambda m: m.numel(), lambda m: int(m.sum())))
 
 
 def step_seconds_kbc(args, train, padded=False):
@@ -287,21 +289,24 @@ def step_seconds_kbc(args, train, padded=False):
     embedder.fit(([p["query"] for p in train], [p["document"] for p in train]),
                  batch_size=args.train_batch, epochs=1, shuffle=False, verbose=0,
                  callbacks=[StepEnds()])
-    # Wordpieces a step computes: each column as fit pads it (its length bucket, or
-    # seq_length when padded).
-    tokens = [sum(int(tf.size(ids)) for ids in tf.nest.flatten(embedder.preprocess_text(
-                  ([p["query"] for p in chunk], [p["document"] for p in chunk]),
-                  static_shape=True)["token_ids"]))
-              for chunk in common.batches(train, args.train_batch)]
-    return ends, statistics.fmean(tokens)
+    # Positions a step holds (each column as fit pads it: its length bucket, or seq_length
+    # when padded), real tokens.
+    masks = [tf.nest.flatten(embedder.preprocess_text(
+                 ([p["query"] for p in chunk], [p["document"] for p in chunk]),
+                 static_shape=True)["padding_mask"])
+             for chunk in common.batches(train, args.train_batch)]
+    return ends, *(statistics.fmean(sum(count(mask) for mask in step) for step in masks)
+                   for count in (lambda m: int(tf.size(m)), lambda m: int(tf.reduce_sum(
+                       tf.cast(m > 0, tf.int32)))))
 
 
 def step_time(engine, args):
     _, train = texts(args)
     if engine == "sentence-transformers trainer":
-        ends, tokens = step_seconds_st(args, train)
+        ends, positions, tokens = step_seconds_st(args, train)
     else:
-        ends, tokens = step_seconds_kbc(args, train, padded=engine == "kbc fit padded")
+        ends, positions, tokens = step_seconds_kbc(args, train,
+                                                   padded=engine == "kbc fit padded")
     pairs = list(zip(ends[args.train_warmup - 1:], ends[args.train_warmup:], strict=False))
     steps = [b[0] - a[0] for a, b in pairs]
     # CPU seconds of the process (all threads) per step: what a loaded machine delays but
@@ -310,7 +315,7 @@ def step_time(engine, args):
     return {"step_seconds_median": round(statistics.median(steps), 4),
             "step_cpu_seconds_median": round(statistics.median(cpu), 4),
             "step_seconds_min": round(min(steps), 4), "steps_timed": len(steps),
-            "wordpieces_per_step": round(tokens),
+            "wordpieces_per_step": round(positions), "real_wordpieces_per_step": round(tokens),
             "step_seconds": [round(s, 3) for s in steps]}
 
 
