@@ -223,6 +223,14 @@ def throughput(engine, args):
     return result
 
 
+def positions_and_tokens(steps):
+    """`(positions, real tokens)` a step holds, averaged over `steps`: each step's padding
+    masks (one array per column, non-zero at real tokens)."""
+    counts = [(sum(mask.size for mask in masks), sum(int((mask > 0).sum()) for mask in masks))
+              for masks in steps]
+    return tuple(statistics.fmean(column) for column in zip(*counts, strict=True))
+
+
 def step_seconds_st(args, train):
     import tempfile
 
@@ -257,12 +265,11 @@ def step_seconds_st(args, train):
             model=model, args=training_args, train_dataset=dataset,
             loss=MultipleNegativesRankingLoss(model, scale=20.0), callbacks=[StepEnds()])
         trainer.train()
-    # Positions a step holds (each column padded to its batch's longest text), real tokens.
-    masks = [[model.tokenize(batch)["attention_mask"]
+    # Each column padded to its batch's longest text.
+    masks = [[model.tokenize(batch)["attention_mask"].numpy()
               for batch in ([p["query"] for p in chunk], [p["document"] for p in chunk])]
              for chunk in common.batches(train, args.train_batch)]
-    return ends, *(statistics.fmean(sum(count(mask) for mask in step) for step in masks)
-                   for count in (lambda m: m.numel(), lambda m: int(m.sum())))
+    return ends, *positions_and_tokens(masks)
 
 
 def step_seconds_kbc(args, train, padded=False):
@@ -289,15 +296,12 @@ def step_seconds_kbc(args, train, padded=False):
     embedder.fit(([p["query"] for p in train], [p["document"] for p in train]),
                  batch_size=args.train_batch, epochs=1, shuffle=False, verbose=0,
                  callbacks=[StepEnds()])
-    # Positions a step holds (each column as fit pads it: its length bucket, or seq_length
-    # when padded), real tokens.
-    masks = [tf.nest.flatten(embedder.preprocess_text(
+    # Each column as fit pads it: its length bucket, or seq_length when padded.
+    masks = [[mask.numpy() for mask in tf.nest.flatten(embedder.preprocess_text(
                  ([p["query"] for p in chunk], [p["document"] for p in chunk]),
-                 static_shape=True)["padding_mask"])
+                 static_shape=True)["padding_mask"])]
              for chunk in common.batches(train, args.train_batch)]
-    return ends, *(statistics.fmean(sum(count(mask) for mask in step) for step in masks)
-                   for count in (lambda m: int(tf.size(m)), lambda m: int(tf.reduce_sum(
-                       tf.cast(m > 0, tf.int32)))))
+    return ends, *positions_and_tokens(masks)
 
 
 def step_time(engine, args):

@@ -176,13 +176,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def call(self, x, bias, output_positions=None, training=None, return_attention=False,
              position_ids=None, padding_mask=None, relative_embeddings=None, token_mask=None):
-        if output_positions is not None and bias is not None:
-            # The queries' rows of the bias: [batch, 1, outputs, seq].
-            rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
-            bias = ops.take_along_axis(bias, rows, axis=2)
-
         if output_positions is not None:
             token_mask = None  # the last block's few output rows: nothing to leave out
+            if bias is not None:
+                # The queries' rows of the bias: [batch, 1, outputs, seq].
+                rows = ops.expand_dims(ops.expand_dims(output_positions, 1), 3)
+                bias = ops.take_along_axis(bias, rows, axis=2)
 
         def forward(x, bias, *rest):
             # `token_mask` (int, no gradient) is closed over: `keras.remat` watches its
