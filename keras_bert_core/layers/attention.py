@@ -104,10 +104,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
              position_ids=None, query_position_ids=None, padding_mask=None, query_index=None):
         # The projections run on [rows, width] and their outputs go straight to
         # [batch, seq, heads, head_size]: no [batch, seq, width] step in between, one shape
-        # for all three when the context is `x`, and the scale applied to the queries, not
-        # to the scores (per call: fewer shape ops and a pass over [batch, seq, width]
-        # instead of [batch, heads, seq, seq]; bench/saved_model_profile.py counts them).
-        # (Explicit sizes, not -1: a batch of 0 rows must reshape too.)
+        # for all three when the context is `x` (bench/saved_model_profile.py counts the
+        # ops). (Explicit sizes, not -1: a batch of 0 rows must reshape too.)
         width = self.num_heads * self.head_size
         batch, queries = ops.shape(x)[0], ops.shape(x)[1]
         query_heads = (batch, queries, self.num_heads, self.head_size)
@@ -117,11 +115,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         else:
             context_rows = ops.reshape(context, (-1, ops.shape(context)[-1]))
             key_heads = (batch, ops.shape(context)[1], self.num_heads, self.head_size)
-        query = ops.reshape(self.query(rows) * ops.cast(self.head_size**-0.5, self.compute_dtype),
-                            query_heads)
+        scale = self.head_size**-0.5
+        query = ops.reshape(self.query(rows), query_heads)
         key = ops.reshape(self.key(context_rows), key_heads)
         if self.rotary_theta is not None:
-            # Scaling the queries first is the same: the rotation is linear.
             tables = rotary_tables(position_ids, self.head_size, self.rotary_theta)
             key = rotate(key, *tables)
             if query_position_ids is not None:
@@ -130,6 +127,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         value = ops.reshape(self.value(context_rows), key_heads)
         float_probs = None
         if padding_mask is not None and query_index is None and not return_attention:
+            query = query * ops.cast(scale, self.compute_dtype)  # `attend` takes them scaled
             attended = attend(*(ops.transpose(t, (0, 2, 1, 3)) for t in (query, key, value)),
                               padding_mask, window=self.window,
                               dropout=lambda p: self.dropout_layer(p, training=training))
@@ -140,9 +138,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 if query_index is None:
                     query_index = ops.cumsum(ops.ones_like(padding_mask), axis=1) - 1
                 bias = query_rows_bias(padding_mask, query_index, self.window)
+            # Scaled after the matmul, then the bias: on CPU, grappler fuses the matmul, the
+            # scale and the bias into one oneDNN kernel (`_MklFusedBatchMatMulV2`), no pass
+            # of their own over [batch, heads, seq, seq] (bench/saved_model_profile.py).
             scores = ops.matmul(ops.transpose(query, (0, 2, 1, 3)),
                                 ops.transpose(key, (0, 2, 3, 1)))
-            scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
+            scores = ops.cast(scores, "float32") * scale + ops.cast(bias, "float32")
             float_probs = ops.softmax(scores, axis=-1)
             probs = ops.cast(float_probs, self.compute_dtype)
             probs = self.dropout_layer(probs, training=training)

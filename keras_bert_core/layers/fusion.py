@@ -6,9 +6,10 @@ GELU is 7 forward and about 12 backward), each a pass over `[batch * seq, width]
 each becomes one XLA kernel forward and one backward that recomputes the forward inside
 itself instead of keeping its intermediates (the matmuls around them stay TensorFlow's).
 Inference, export and other backends run the plain ops, so SavedModels and TFLite files hold
-no XLA-only functions. Results equal the plain ops' to float rounding. While training, the
-feed-forward half of each block also runs on the real tokens' rows alone, not the padding's
-(`unpadded_rows`). `fusion` turns each kind off, to measure what it gains (bench/ablations.py,
+no XLA-only functions. Results equal the plain ops' to float rounding. While training (and at
+inference for models that read no padding output, `real_tokens_only`), the feed-forward half
+of each block also runs on the real tokens' rows alone, not the padding's (`unpadded_rows`).
+`fusion` turns each kind off, to measure what it gains (bench/ablations.py,
 bench/embedder_step.py) or to check it changes no result.
 """
 
@@ -66,9 +67,10 @@ def fuses_dense():
 
 
 def unpads(training):
-    """Whether a training call runs its feed-forward on the real tokens' rows alone: not
-    where XLA compiles the whole step (their number is not static)."""
-    if not (training is True and _ENABLED["unpadded"]
+    """Whether a call runs its feed-forward on the real tokens' rows alone: while training,
+    or at inference inside `real_tokens_only`; not where XLA compiles the whole step (their
+    number is not static)."""
+    if not ((training is True or _REAL_TOKENS_ONLY["held"]) and _ENABLED["unpadded"]
             and keras.backend.backend() == "tensorflow"):
         return False
     from keras_bert_core.tensorflow_internals import traced_into_xla
@@ -76,16 +78,53 @@ def unpads(training):
     return not traced_into_xla()
 
 
-# The unpadded rows are counted up to a multiple of this: the XLA kernels (and oneDNN's
-# matmul primitives) are compiled once per shape, and the number of real tokens changes
-# with every batch.
+# Whether the model being called or traced reads no padding position's output.
+_REAL_TOKENS_ONLY = {"held": False}
+
+
+@contextlib.contextmanager
+def real_tokens_only():
+    """Held while a model that reads the real tokens' outputs alone is called or traced
+    (`BertEmbedder` pools them): at inference too, each block's feed-forward half then runs
+    on the real tokens' rows (`unpadded_rows`), as it does while training. The padding
+    positions' sequence outputs become zeros, which such a model never reads.
+
+    Example:
+    >>> import numpy as np
+    >>> import keras_bert_core as kbc
+    >>> encoder = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=100))
+    >>> mask = np.array([[1, 1, 1, 0]], "int32")
+    >>> inputs = {"token_ids": np.array([[2, 7, 3, 0]], "int32"), "padding_mask": mask,
+    ...           "segment_ids": np.zeros((1, 4), "int32")}
+    >>> with real_tokens_only():
+    ...     unpadded = encoder(inputs)["sequence_output"]
+    >>> padded = encoder(inputs)["sequence_output"]
+    >>> bool(np.allclose(unpadded[:, :3], padded[:, :3], atol=1e-5))
+    True
+    >>> bool((np.asarray(unpadded[:, 3]) == 0).all())
+    True
+    """
+    previous = _REAL_TOKENS_ONLY["held"]
+    _REAL_TOKENS_ONLY["held"] = True
+    try:
+        yield
+    finally:
+        _REAL_TOKENS_ONLY["held"] = previous
+
+
+# While training, the unpadded rows are counted up to a multiple of this: the XLA kernels
+# (and oneDNN's matmul primitives) are compiled once per shape, and the number of real
+# tokens changes with every batch.
 ROW_MULTIPLE = 256
+# At inference nothing in the feed-forward is an XLA kernel, and oneDNN caches a primitive
+# per shape: a small multiple leaves out nearly all the padding of a serving batch.
+INFERENCE_ROW_MULTIPLE = 16
 
 
-def unpadded_rows(token_mask):
+def unpadded_rows(token_mask, multiple=ROW_MULTIPLE):
     """`(rows, count)`: int32 indices of the real tokens (`token_mask > 0`) among the
     `[batch * seq]` flattened positions, first the `count` real ones, then index 0 again up
-    to a multiple of `ROW_MULTIPLE` (or to `batch * seq`). TensorFlow backend only.
+    to a multiple of `multiple` (or to `batch * seq`). TensorFlow backend only.
 
     Example:
     >>> import numpy as np
@@ -98,8 +137,7 @@ def unpadded_rows(token_mask):
     flat = tf.reshape(tf.convert_to_tensor(token_mask), [-1])
     real = tf.cast(tf.where(flat > 0)[:, 0], tf.int32)
     count = tf.shape(real)[0]
-    padded = tf.minimum((count + ROW_MULTIPLE - 1) // ROW_MULTIPLE * ROW_MULTIPLE,
-                        tf.shape(flat)[0])
+    padded = tf.minimum((count + multiple - 1) // multiple * multiple, tf.shape(flat)[0])
     return tf.pad(real, [[0, padded - count]]), count
 
 

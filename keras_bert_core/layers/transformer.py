@@ -8,7 +8,12 @@ from keras_bert_core.layers.attention import MultiHeadSelfAttention
 from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention
 from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
-from keras_bert_core.layers.fusion import unpadded_rows, unpads
+from keras_bert_core.layers.fusion import (
+    INFERENCE_ROW_MULTIPLE,
+    ROW_MULTIPLE,
+    unpadded_rows,
+    unpads,
+)
 from keras_bert_core.layers.layer_norm import LayerNorm
 
 
@@ -56,10 +61,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         padding_mask: int32 `[batch, seq]` instead of `bias`: the attention runs in query
             chunks or key bands (`chunked_attention.attend`), never a `[seq, seq]` matrix.
         relative_embeddings: with `relative_buckets`, the encoder's `RelativeEmbeddings`.
-        token_mask: int `[batch, seq]`, non-zero at real tokens: while training, the
-            feed-forward half and its norm run on the real tokens' rows alone (the padding's
-            outputs are then zeros, which no real token reads; `fusion(unpadded=False)`
-            turns it off).
+        token_mask: int `[batch, seq]`, non-zero at real tokens: while training (and at
+            inference inside `fusion.real_tokens_only`), the feed-forward half and its norm
+            run on the real tokens' rows alone (the padding's outputs are then zeros, which
+            no real token reads; `fusion(unpadded=False)` turns it off).
 
     Example:
     >>> import numpy as np
@@ -155,7 +160,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     def _feed_forward_half(self, x, training, token_mask):
         """The residual feed-forward and its norm (post-LN: after; pre-LN: inside), on
-        `[rows, width]`: every position's, or while training the real tokens' alone."""
+        `[rows, width]`: every position's, or the real tokens' alone (`unpads`)."""
         def half(rows):
             if self.norm_first:
                 return rows + self._feed_forward(self._norm(self.output_norm, rows), training)
@@ -170,9 +175,20 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # Texts of mixed lengths leave much of a batch padding, and the feed-forward is two
         # thirds of a block's matmuls (the gain: bench/embedder_step.py's
         # `padded_feed_forward` variant).
-        rows, count = unpadded_rows(token_mask)
-        out = half(tf.gather(flat, rows))[:count]
-        return tf.reshape(tf.scatter_nd(rows[:count, None], out, tf.shape(flat)), shape)
+        rows, count = unpadded_rows(
+            token_mask, ROW_MULTIPLE if training is True else INFERENCE_ROW_MULTIPLE)
+
+        def real_rows_only():
+            out = half(tf.gather(flat, rows))[:count]
+            return tf.scatter_nd(rows[:count, None], out, tf.shape(flat))
+
+        if training is True:
+            return tf.reshape(real_rows_only(), shape)
+        # At inference a batch without padding (long texts, all cut at the same length)
+        # skips the gather and scatter. (Not while training: the gradient of a cond branch
+        # cannot reach the fused kernels' saved inputs.)
+        return tf.reshape(tf.cond(count < tf.shape(flat)[0], real_rows_only,
+                                  lambda: half(flat)), shape)
 
     def call(self, x, bias, output_positions=None, training=None, return_attention=False,
              position_ids=None, padding_mask=None, relative_embeddings=None, token_mask=None):

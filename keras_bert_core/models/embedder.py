@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_bert_core.layers.fusion import real_tokens_only
 from keras_bert_core.layers.pooling import SentencePooling
 from keras_bert_core.models.embedding_losses import ContrastiveLoss
 from keras_bert_core.models.encoder import INPUT_NAMES, encoder_inputs
@@ -186,6 +187,12 @@ class BertEmbedder(TaskModel):
         self.compile()
 
     def call(self, inputs, training=None, mask=None):
+        # The pooling reads the real tokens alone: the blocks' feed-forward skips the padding
+        # at inference too (bench/embedding_speed.py, short texts).
+        with real_tokens_only():
+            return self._embed(inputs, training, mask)
+
+    def _embed(self, inputs, training, mask):
         if isinstance(inputs["token_ids"], (tuple, list)):  # columns of their own lengths
             vectors = [super(BertEmbedder, self).call(
                 {name: inputs[name][index] for name in INPUT_NAMES}, training=training,

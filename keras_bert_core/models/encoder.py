@@ -32,7 +32,8 @@ def _encode(config, inputs, embeddings, blocks, final_norm, pooler, output_posit
     if relative_embeddings is not None:
         kwargs["relative_embeddings"] = relative_embeddings(
             x, **({} if training is None else {"training": training}))
-    # While training, each block's feed-forward half runs on the real tokens' rows alone.
+    # While training (or inside `real_tokens_only`), each block's feed-forward half runs
+    # on the real tokens' rows alone.
     kwargs["token_mask"] = inputs["padding_mask"]
     last_kwargs = {**kwargs, "return_attention": True} if return_attention else kwargs
     if config.chunked_attention:

@@ -78,3 +78,34 @@ def test_unpadded_feed_forward_computes_the_real_tokens_as_the_padded_one(block_
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     rows, count = unpadded_rows(mask)
     assert int(count) == 11 and rows.shape == (24,)
+
+
+def test_at_inference_the_feed_forward_skips_the_padding_only_for_real_token_readers():
+    # An encoder's sequence output keeps the padding's values (as the reference BERT's);
+    # inside `real_tokens_only` (an embedder's call) the padding's rows are zeros and the
+    # real tokens' outputs are the same.
+    from keras_bert_core.layers.fusion import real_tokens_only
+    from tests.helpers import encoder_batch, tiny_encoder
+
+    encoder = tiny_encoder()
+    inputs = encoder_batch(batch=3, seq=12)
+    real = inputs["padding_mask"][..., None].astype(bool)
+    assert not real.all()
+
+    def encode(batch):
+        return encoder(batch, training=False)["sequence_output"]
+
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in inputs}
+    traced = {}
+    for unpadded in (True, False):
+        with real_tokens_only() if unpadded else fusion():
+            traced[unpadded] = tf.function(encode).get_concrete_function(spec)
+        ops = {op.type for op in traced[unpadded].graph.get_operations()}
+        assert bool(ops & {"If", "StatelessIf"}) is unpadded  # a batch without padding: as before
+    unpadded, padded = (np.asarray(traced[u](inputs)) for u in (True, False))
+    np.testing.assert_allclose(np.where(real, unpadded, 0), np.where(real, padded, 0),
+                               rtol=1e-5, atol=1e-5)
+    padding = ~real[..., 0]
+    assert (unpadded[padding] == 0).all() and (padded[padding] != 0).any()
+    full = {name: value[:1] for name, value in inputs.items()}  # a row without padding
+    np.testing.assert_allclose(traced[True](full), traced[False](full), rtol=1e-5, atol=1e-5)

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert_core as kbc
+from keras_bert_core.layers.fusion import fusion
 from keras_bert_core.layers.pooling import SentencePooling
 from tests.helpers import encoder_batch
 
@@ -68,6 +69,8 @@ def test_every_family_embeds_and_padding_changes_nothing(family):
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
     padded = {name: np.pad(value, [(0, 0), (0, 6)]) for name, value in batch.items()}
     np.testing.assert_allclose(np.asarray(embedder(padded)), vectors, atol=1e-5)
+    with fusion(unpadded=False):  # the feed-forward on every position, padding included
+        np.testing.assert_allclose(np.asarray(embedder(padded)), vectors, atol=1e-5)
 
 
 @pytest.fixture(scope="module")
