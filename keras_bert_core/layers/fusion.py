@@ -121,10 +121,11 @@ ROW_MULTIPLE = 256
 INFERENCE_ROW_MULTIPLE = 16
 
 
-def unpadded_rows(token_mask, multiple=ROW_MULTIPLE):
+def unpadded_rows(token_mask, training=True):
     """`(rows, count)`: int32 indices of the real tokens (`token_mask > 0`) among the
     `[batch * seq]` flattened positions, first the `count` real ones, then index 0 again up
-    to a multiple of `multiple` (or to `batch * seq`). TensorFlow backend only.
+    to a multiple of `ROW_MULTIPLE` while training, of `INFERENCE_ROW_MULTIPLE` otherwise
+    (or to `batch * seq`). TensorFlow backend only.
 
     Example:
     >>> import numpy as np
@@ -137,6 +138,7 @@ def unpadded_rows(token_mask, multiple=ROW_MULTIPLE):
     flat = tf.reshape(tf.convert_to_tensor(token_mask), [-1])
     real = tf.cast(tf.where(flat > 0)[:, 0], tf.int32)
     count = tf.shape(real)[0]
+    multiple = ROW_MULTIPLE if training is True else INFERENCE_ROW_MULTIPLE
     padded = tf.minimum((count + multiple - 1) // multiple * multiple, tf.shape(flat)[0])
     return tf.pad(real, [[0, padded - count]]), count
 

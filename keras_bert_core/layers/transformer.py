@@ -8,12 +8,7 @@ from keras_bert_core.layers.attention import MultiHeadSelfAttention
 from keras_bert_core.layers.disentangled_attention import DisentangledSelfAttention
 from keras_bert_core.layers.dropout import Dropout
 from keras_bert_core.layers.flat_dense import FlatDense
-from keras_bert_core.layers.fusion import (
-    INFERENCE_ROW_MULTIPLE,
-    ROW_MULTIPLE,
-    unpadded_rows,
-    unpads,
-)
+from keras_bert_core.layers.fusion import unpadded_rows, unpads
 from keras_bert_core.layers.layer_norm import LayerNorm
 
 
@@ -175,8 +170,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # Texts of mixed lengths leave much of a batch padding, and the feed-forward is two
         # thirds of a block's matmuls (the gain: bench/embedder_step.py's
         # `padded_feed_forward` variant).
-        rows, count = unpadded_rows(
-            token_mask, ROW_MULTIPLE if training is True else INFERENCE_ROW_MULTIPLE)
+        rows, count = unpadded_rows(token_mask, training)
 
         def real_rows_only():
             out = half(tf.gather(flat, rows))[:count]
