@@ -11,10 +11,20 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 # processes tests start inherit it.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= (os.cpu_count() or 1):
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+# oneDNN makes its kernels for each new shape, and the suite runs thousands of tiny models a
+# few steps each: with its kernels off the tests take less CPU (bench/RESULTS.md, "Test
+# suite"). TensorFlow reads the variable as it loads; out of the environment again after, so
+# that the processes tests start (`kbc`, examples, fresh processes) run with TensorFlow's and
+# kbc's own choice, as users' do.
+_user_onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+if _user_onednn is None:
+    del os.environ["TF_ENABLE_ONEDNN_OPTS"]
 
 # Grappler's graph rewrites make long runs faster but cost CPU time for every new traced
 # function, and the suite traces thousands of small ones that run a few steps. Tests check
