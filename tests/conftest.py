@@ -1,4 +1,6 @@
+import functools
 import gc
+import inspect
 import os
 import pathlib
 import string
@@ -25,6 +27,23 @@ import tensorflow as tf  # noqa: E402
 
 if _user_onednn is None:
     del os.environ["TF_ENABLE_ONEDNN_OPTS"]
+
+
+def _record_no_op_stacks():
+    """TensorFlow records the Python stack of every graph op it creates (for the "defined at"
+    lines of a runtime error) and keeps it with the op: about a tenth of the CPU time and a
+    third of the memory of test files that train and export (bench/RESULTS.md, "Test
+    suite"). There is no public switch; where this TensorFlow has the private one, tests
+    create their ops without it (a failing test's TensorFlow error then names the op without
+    its Python lines)."""
+    from tensorflow.python.framework import ops
+
+    create = getattr(ops, "_create_c_op", None)
+    if create is not None and "extract_traceback" in inspect.signature(create).parameters:
+        ops._create_c_op = functools.partial(create, extract_traceback=False)
+
+
+_record_no_op_stacks()
 
 # Grappler's graph rewrites make long runs faster but cost CPU time for every new traced
 # function, and the suite traces thousands of small ones that run a few steps. Tests check
