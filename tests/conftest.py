@@ -3,7 +3,9 @@ import gc
 import inspect
 import os
 import pathlib
+import random
 import string
+from unittest import mock
 
 # Quiet TensorFlow's C++ logging and keep tests on the CPU.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -24,6 +26,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.python.eager import context as tf_context  # noqa: E402
 
 if _user_onednn is None:
     del os.environ["TF_ENABLE_ONEDNN_OPTS"]
@@ -94,10 +97,28 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: (-weight[item.path], first_seen[item.path]))
 
 
+def _seed_keeping_kernels(seed):
+    """`keras.utils.set_random_seed(seed)` without the clearing of TensorFlow's kernel cache
+    that `tf.random.set_seed` adds (so that stateful random kernels start again): after it
+    every function that fixtures made earlier, a tokenizer's or a model's, is instantiated
+    again on its next call (bench/RESULTS.md, "Test suite"). Tests make their random ops
+    anew. Where this TensorFlow lacks the private seed attributes, Keras's own."""
+    context = tf_context.context()
+    if not (hasattr(context, "_seed") and hasattr(context, "_rng")):
+        keras.utils.set_random_seed(seed)
+        return
+
+    def set_tensorflow_seed(value):
+        context._seed, context._rng = value, random.Random(value)
+
+    with mock.patch.object(tf.random, "set_seed", set_tensorflow_seed):
+        keras.utils.set_random_seed(seed)
+
+
 @pytest.fixture(autouse=True)
 def _reproducible_and_isolated():
     """Each test starts from the same seeds and the float32 policy, whatever ran before."""
-    keras.utils.set_random_seed(1234)
+    _seed_keeping_kernels(1234)
     yield
     keras.config.set_dtype_policy("float32")
 
