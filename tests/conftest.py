@@ -26,7 +26,10 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+# Private TensorFlow modules, for the two speed-ups below that have no public switch.
 from tensorflow.python.eager import context as tf_context  # noqa: E402
+from tensorflow.python.framework import ops as tf_ops  # noqa: E402
 
 if _user_onednn is None:
     del os.environ["TF_ENABLE_ONEDNN_OPTS"]
@@ -39,11 +42,9 @@ def _record_no_op_stacks():
     suite"). There is no public switch; where this TensorFlow has the private one, tests
     create their ops without it (a failing test's TensorFlow error then names the op without
     its Python lines)."""
-    from tensorflow.python.framework import ops
-
-    create = getattr(ops, "_create_c_op", None)
+    create = getattr(tf_ops, "_create_c_op", None)
     if create is not None and "extract_traceback" in inspect.signature(create).parameters:
-        ops._create_c_op = functools.partial(create, extract_traceback=False)
+        tf_ops._create_c_op = functools.partial(create, extract_traceback=False)
 
 
 _record_no_op_stacks()
