@@ -110,7 +110,8 @@ def __dir__():
 
 
 # The packages whose modules register the classes Keras serializes (optimizers and
-# schedules, layers, models, text layers, the masked-LM masker).
+# schedules, layers, models, text layers, the masked-LM masker). Registering also mends
+# Keras's cache of what its saving skips (`keras_internals.cache_saving_skipsets`).
 _REGISTERING = ("keras_bert_core.optimizers", "keras_bert_core.layers", "keras_bert_core.models",
                 "keras_bert_core.text", "keras_bert_core.pretraining")
 # Keras's imports: each imports the other.
@@ -120,6 +121,7 @@ _KERAS_MODULES = ("keras", "tensorflow")
 def _register_keras_classes():
     for name in _REGISTERING:
         importlib.import_module(name)
+    importlib.import_module("keras_bert_core.keras_internals").cache_saving_skipsets()
 
 
 class _RegisterAfterKeras(importlib.abc.MetaPathFinder):

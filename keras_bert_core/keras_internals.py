@@ -4,6 +4,8 @@ A Keras upgrade that moves one of them breaks here, by name (tests/test_keras_in
 has a test per function), not somewhere deep in a user's run.
 """
 
+import functools
+
 try:  # Keras sets these while it serializes a model for a `.keras` file (saving_lib).
     from keras.src.backend.common import global_state as _keras_global_state
 except ImportError:  # another Keras layout: configs then keep their vocabulary inline
@@ -168,3 +170,31 @@ def take_inputs_as_given(layer):
         _private(layer, name)  # both exist in the Keras the package names
     layer._convert_input_args = False
     layer._allow_non_tensor_positional_args = True
+
+
+def cache_saving_skipsets():
+    """Makes Keras's saving list the attributes it passes over once per kind of object, as
+    its cache means to, instead of at every object of every save and load. Called once
+    Keras is imported with the package (`keras_bert_core/__init__.py`).
+
+    Private: `keras.src.saving.saving_lib.get_attr_skipset`. To walk a model for `save`,
+    `save_weights`, `load_model` or `load_weights`, Keras asks it which attributes to skip
+    for every layer, optimizer and metric it meets, and it builds a throwaway `Layer`
+    (`Optimizer`, `Metric`...) each time to list them: its cache reads a key it never
+    writes (`saving_attr_skiplist_...`, `saving_attr_skipset_...`). The list depends on the
+    kind alone, and no public API caches it (`bench/keras_saving.py` times a save and a
+    load both ways). Where Keras has no such function, nothing changes.
+
+    Example:
+    >>> from keras.src.saving import saving_lib
+    >>> cache_saving_skipsets()
+    >>> saving_lib.get_attr_skipset("Layer") is saving_lib.get_attr_skipset("Layer")
+    True
+    """
+    try:
+        from keras.src.saving import saving_lib
+    except ImportError:
+        return
+    skipset = getattr(saving_lib, "get_attr_skipset", None)
+    if skipset is not None and not hasattr(skipset, "cache_info"):
+        saving_lib.get_attr_skipset = functools.lru_cache(maxsize=None)(skipset)

@@ -123,3 +123,29 @@ def test_weight_decay_is_applied_once_in_the_update_and_honours_exclusions():
     assert float(kernel.numpy()[0]) == pytest.approx(0.95), "decayed other than once"
     assert float(bias.numpy()[0]) == 1.0, \
         "BaseOptimizer._use_weight_decay no longer honours exclude_from_weight_decay"
+
+
+def test_saving_lists_the_attributes_it_skips_once_per_kind(tmp_path):
+    from keras.src.saving import saving_lib
+
+    name = "keras.src.saving.saving_lib.get_attr_skipset"
+    skipset = getattr(saving_lib, "get_attr_skipset", None)
+    assert skipset is not None, f"{name} is gone: cache_saving_skipsets no longer applies"
+    # Importing the package with Keras made the cache; calling again changes nothing.
+    assert hasattr(skipset, "cache_info"), f"{name} is not cached after the package's import"
+    keras_internals.cache_saving_skipsets()
+    assert saving_lib.get_attr_skipset is skipset
+    for kind in ("Layer", "Functional", "Optimizer", "Metric"):
+        assert skipset(kind) == skipset.__wrapped__(kind), f"{name}({kind!r}) differs cached"
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 2)), np.zeros((4, 1)), verbose=0)
+    before = skipset.cache_info()
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    after = skipset.cache_info()
+    assert after.hits > before.hits, f"Keras's saving no longer asks {name}"
+    assert after.misses - before.misses <= 1  # the kinds met first here (Loss, say)
+    np.testing.assert_array_equal(loaded.predict(np.ones((1, 2)), verbose=0),
+                                  model.predict(np.ones((1, 2)), verbose=0))

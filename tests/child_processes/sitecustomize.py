@@ -1,13 +1,23 @@
 """Run by Python at the start of every process the tests start: tests/conftest.py puts this
-folder on their PYTHONPATH.
+folder on their PYTHONPATH. These processes run as a user's would.
 
-The test extra brings scikit-learn in (tf-models-official needs seqeval, which needs it), and
-Keras imports it at start-up when it is installed (for its scikit-learn wrappers), about a
-second of each `kbc` and worker process the suite starts. A user's install of the package
-has no scikit-learn, so these processes do without it too; the tests' own processes keep it
-(seqeval's reference scores).
+The test extra brings in packages that a user's install of the package (its extras
+included) does not have, and Keras or TensorFlow import them at start-up when they are
+installed, about a second of each `kbc` and worker process the suite starts:
+scikit-learn (tf-models-official needs seqeval, which needs it; Keras imports it for its
+scikit-learn wrappers), pandas (Keras's array slicing) and the Google API client
+(TensorFlow's GCE cluster resolver; tf-models-official needs it). These processes do
+without them, as a user's do; the tests' own processes keep them (seqeval's reference
+scores).
+
+The XLA flags that tests/conftest.py sets for the tests' own processes are dropped.
 """
 
+import os
 import sys
 
-sys.modules.setdefault("sklearn", None)  # `import sklearn` fails, as when not installed
+for _name in ("sklearn", "pandas", "googleapiclient"):
+    sys.modules.setdefault(_name, None)  # `import NAME` fails, as when not installed
+
+if os.environ.pop("KBC_TESTS_SET_XLA_FLAGS", None):
+    os.environ.pop("XLA_FLAGS", None)
