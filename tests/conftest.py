@@ -23,14 +23,6 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= (os.cpu_count() or 1
 _user_onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
-# XLA compiles at LLVM's lowest optimization level: the tests that compile with XLA check
-# what a few steps compute, and compiling is most of their time (bench/RESULTS.md, "Test
-# suite"). XLA reads the variable at its first compilation, so it stays; the processes
-# tests start drop it again (child_processes/sitecustomize.py), and a user's flags win.
-if "XLA_FLAGS" not in os.environ:
-    os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
-    os.environ["KBC_TESTS_SET_XLA_FLAGS"] = "1"
-
 import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402

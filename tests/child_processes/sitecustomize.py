@@ -9,15 +9,9 @@ scikit-learn wrappers), pandas (Keras's array slicing) and the Google API client
 (TensorFlow's GCE cluster resolver; tf-models-official needs it). These processes do
 without them, as a user's do; the tests' own processes keep them (seqeval's reference
 scores).
-
-The XLA flags that tests/conftest.py sets for the tests' own processes are dropped.
 """
 
-import os
 import sys
 
 for _name in ("sklearn", "pandas", "googleapiclient"):
     sys.modules.setdefault(_name, None)  # `import NAME` fails, as when not installed
-
-if os.environ.pop("KBC_TESTS_SET_XLA_FLAGS", None):
-    os.environ.pop("XLA_FLAGS", None)

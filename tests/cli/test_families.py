@@ -5,15 +5,18 @@ an easy task, and the run directory, which keeps the
 tokenizer's own files, is evaluated and answers raw text; pretraining from each family's
 preset packs and masks its way; mistakes get one line."""
 
+import contextlib
+import io
 import json
 import os
 import random
 import shutil
+from unittest import mock
 
 import pytest
 
 from keras_bert_core.cli.run_dir import RunDirectory
-from tests.cli.conftest import TINY_CONFIG, assert_one_line_error
+from tests.cli.conftest import TINY_CONFIG, _kbc, assert_one_line_error
 
 FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",
                         "families")
@@ -27,6 +30,15 @@ WORDS = "the a cat dog house river green small quick table window city old new r
 
 def family(name):
     return os.path.normpath(DEBERTA if name == "deberta" else os.path.join(FAMILIES, name))
+
+
+@contextlib.contextmanager
+def quietly():
+    """A `kbc` run made for a fixture: its output is no test's, and the TensorFlow variables
+    it sets stay in it."""
+    with (mock.patch.dict(os.environ), contextlib.redirect_stdout(io.StringIO()),
+          contextlib.redirect_stderr(io.StringIO())):
+        yield
 
 
 def json_lines(text):
@@ -49,16 +61,31 @@ def marked_reviews(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def family_runs(marked_reviews, tmp_path_factory):
+    """`run(name)`: the folder of a classifier fine-tuned from `name`'s checkpoint folder on
+    `marked_reviews`, trained on first use (read it; copy it to change it)."""
+    runs = {}
+
+    def run(name):
+        if name not in runs:
+            run_dir = tmp_path_factory.mktemp(name) / "run"
+            with quietly():
+                _kbc("finetune", "--task", "classify", "--train", marked_reviews,
+                     "--checkpoint", family(name), "--seq-length", 16, "--batch-size", 8,
+                     "--epochs", 6, "--learning-rate", 3e-3, "--run-dir", run_dir)
+            runs[name] = run_dir
+        return runs[name]
+
+    return run
+
+
 @pytest.mark.parametrize("name", [
     pytest.param("roberta", marks=pytest.mark.slow),  # its BPE tokenizer traces slowly
     "albert", "distilbert", "deberta"])
 def test_finetune_from_a_family_checkpoint_learns_then_evaluates_and_predicts(
-        kbc, name, marked_reviews, tmp_path):
-    run_dir = tmp_path / "run"
-    trained = kbc("finetune", "--task", "classify", "--train", marked_reviews,
-                  "--checkpoint", family(name), "--seq-length", 16, "--batch-size", 8,
-                  "--epochs", 6, "--learning-rate", 3e-3, "--run-dir", run_dir)
-    assert trained.code == 0, trained.err
+        kbc, name, family_runs, marked_reviews, tmp_path):
+    run_dir = family_runs(name)
     run = RunDirectory.open(run_dir)
     assert run.config()["model_config"]["family"] == name
     assert TOKENIZER_FILES[name] | {"tokenizer_config.json"} <= set(os.listdir(run_dir))
@@ -114,14 +141,10 @@ def test_convert_copies_each_kind_of_vocabulary_beside_the_keras_file(kbc, name,
             os.path.join(family(name), file), "rb").read()
 
 
-def test_runs_saved_with_vocab_txt_alone_still_load(kbc, marked_reviews, tmp_path):
+def test_runs_saved_with_vocab_txt_alone_still_load(kbc, family_runs, tmp_path):
     """A run directory from before the family (vocab.txt, no tokenizer_config.json, `cased`
     false in its arguments) answers as before."""
-    new, old = tmp_path / "new", tmp_path / "old"
-    trained = kbc("finetune", "--task", "classify", "--train", marked_reviews,
-                  "--checkpoint", family("distilbert"), "--seq-length", 16,
-                  "--batch-size", 32, "--epochs", 1, "--run-dir", new)
-    assert trained.code == 0, trained.err
+    new, old = family_runs("distilbert"), tmp_path / "old"
     shutil.copytree(new, old)
     os.remove(old / "tokenizer_config.json")
     config = json.loads((old / "config.json").read_text())
@@ -162,15 +185,30 @@ PRETRAINING = {
 PAIR_TASKS = {"albert": "sentence_order", "roberta": "none", "distilbert": "none"}
 
 
+@pytest.fixture(scope="module")
+def family_pretraining(corpus, tiny_sizes, tmp_path_factory):
+    """`run(name)`: the folder of a tiny model pretrained from `name`'s preset its way
+    (`PRETRAINING`), trained on first use (read it; copy it to change it)."""
+    runs = {}
+
+    def run(name):
+        if name not in runs:
+            run_dir = tmp_path_factory.mktemp(name) / "pretrain"
+            with quietly():
+                _kbc("pretrain", corpus, *PRETRAINING[name][0], "--preset", f"{name}_base",
+                     "--config", tiny_sizes[name], "--seq-length", 32, "--batch-size", 4,
+                     "--epochs", 1, "--steps-per-epoch", 2, "--run-dir", run_dir)
+            runs[name] = run_dir
+        return runs[name]
+
+    return run
+
+
 @pytest.mark.parametrize("name", [
     "albert", pytest.param("roberta", marks=pytest.mark.slow), "distilbert"])
-def test_pretrain_each_family_from_its_preset(kbc, name, corpus, tiny_sizes, tmp_path):
-    arguments, expected = PRETRAINING[name]
-    run_dir = tmp_path / "run"
-    result = kbc("pretrain", corpus, *arguments, "--preset", f"{name}_base",
-                 "--config", tiny_sizes[name], "--seq-length", 32, "--batch-size", 4,
-                 "--epochs", 1, "--steps-per-epoch", 2, "--run-dir", run_dir)
-    assert result.code == 0, result.err
+def test_pretrain_each_family_from_its_preset(name, family_pretraining):
+    expected = PRETRAINING[name][1]
+    run_dir = family_pretraining(name)
     run = RunDirectory.open(run_dir)
     config = run.config()["model_config"]
     assert config["family"] == name and config["hidden_size"] == TINY_CONFIG["hidden_size"]
@@ -183,14 +221,10 @@ def test_pretrain_each_family_from_its_preset(kbc, name, corpus, tiny_sizes, tmp
 
 
 def test_pretrained_albert_run_finetunes_with_its_own_sentencepiece_model(
-        kbc, corpus, tiny_sizes, marked_reviews, tmp_path):
+        kbc, family_pretraining, marked_reviews, tmp_path):
     """`--checkpoint RUN` finds the run's spiece.model; `--resume` finds it too."""
     pretrain_dir = tmp_path / "pretrain"
-    arguments = ("pretrain", corpus, "--vocab", os.path.join(family("albert"), "spiece.model"),
-                 "--preset", "albert_base", "--config", tiny_sizes["albert"],
-                 "--pair-task", "sentence_order", "--seq-length", 32, "--batch-size", 4,
-                 "--steps-per-epoch", 2, "--run-dir", pretrain_dir)
-    assert kbc(*arguments, "--epochs", 1).code == 0
+    shutil.copytree(family_pretraining("albert"), pretrain_dir)
     resumed = kbc("pretrain", "--resume", "--run-dir", pretrain_dir)
     assert resumed.code == 0, resumed.err
     finetuned = kbc("finetune", "--task", "classify", "--train", marked_reviews,
