@@ -9,6 +9,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -228,6 +229,21 @@ def child_environment():
     """The environment of a measuring child process: this checkout first on its path."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join(
         [REPO, os.environ.get("PYTHONPATH", "")])}
+
+
+def results_in_turns(script, variants, rounds, arguments=()):
+    """`{variant: [result, ...]}`: `script --child VARIANT ARGUMENTS...` run in a new process
+    for each variant, the variants taking turns, `rounds` times; a result is the JSON object
+    the child prints last."""
+    env = {**child_environment(), "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    results = {variant: [] for variant in variants}
+    for _ in range(rounds):
+        for variant in variants:
+            output = subprocess.run(
+                [sys.executable, script, "--child", variant, *map(str, arguments)], env=env,
+                capture_output=True, text=True, check=True, cwd=os.path.dirname(script)).stdout
+            results[variant].append(json.loads(output.strip().splitlines()[-1]))
+    return results
 
 
 def machine_info():

@@ -13,8 +13,6 @@ variant runs in a new process, the two taking turns, round after round.
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 
 import common  # bench/common.py: this script runs from bench/
@@ -64,18 +62,10 @@ def main():
     args = parser.parse_args()
     if args.child:
         return measure(args.child == "keras", args.epochs)
-    env = {**os.environ, "PYTHONPATH": common.REPO, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "CUDA_VISIBLE_DEVICES": ""}
-    best = {}
-    for _ in range(args.rounds):
-        for variant in ("keras", "package"):
-            result = json.loads(subprocess.run(
-                [sys.executable, __file__, "--child", variant, "--epochs", str(args.epochs)],
-                env=env, capture_output=True, text=True, check=True,
-                cwd=os.path.dirname(__file__)).stdout.strip().splitlines()[-1])
-            kept = best.setdefault(variant, result)
-            if result["fit_cpu_s"] < kept["fit_cpu_s"]:
-                best[variant] = result
+    results = common.results_in_turns(os.path.abspath(__file__), ("keras", "package"),
+                                      args.rounds, ["--epochs", args.epochs])
+    best = {variant: min(rows, key=lambda row: row["fit_cpu_s"])
+            for variant, rows in results.items()}
     print(f"best of {args.rounds} rounds, {args.epochs} epochs, load average "
           f"{os.getloadavg()[0]:.1f}\n")
     print("| reading | fit CPU s | evaluate CPU s | datasets iterated |")

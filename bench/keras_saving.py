@@ -10,8 +10,6 @@ taking turns, round after round; the best round of each is printed.
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -59,25 +57,18 @@ def main():
     args = parser.parse_args()
     if args.child:
         return measure(args.child == "package", args.preset, args.repeats)
-    env = {**os.environ, "PYTHONPATH": common.REPO, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "CUDA_VISIBLE_DEVICES": ""}
-    best = {}
-    for _ in range(args.rounds):
-        for variant in ("keras", "package"):
-            result = json.loads(subprocess.run(
-                [sys.executable, __file__, "--child", variant, "--preset", args.preset,
-                 "--repeats", str(args.repeats)],
-                env=env, capture_output=True, text=True, check=True,
-                cwd=os.path.dirname(__file__)).stdout.strip().splitlines()[-1])
-            kept = best.setdefault(variant, result)
-            best[variant] = {name: min(kept[name], result[name]) for name in result}
+    results = common.results_in_turns(os.path.abspath(__file__), ("keras", "package"),
+                                      args.rounds,
+                                      ["--preset", args.preset, "--repeats", args.repeats])
+    best = {variant: {name: min(row[name] for row in rows) for name in rows[0]}
+            for variant, rows in results.items()}
     print(f"{args.preset} classifier with its preprocessor, best of {args.rounds} rounds, "
           f"load average {os.getloadavg()[0]:.1f}\n")
-    print("| skip-sets | save_weights CPU s | save CPU s | load_model CPU s |")
-    print("|---|---:|---:|---:|")
+    calls = list(best["keras"])
+    print("| skip-sets | " + " | ".join(f"{call} CPU s" for call in calls) + " |")
+    print("|---|" + "---:|" * len(calls))
     for variant, result in best.items():
-        print(f"| {variant} | {result['save_weights']:.3f} | {result['save']:.3f} | "
-              f"{result['load_model']:.3f} |")
+        print(f"| {variant} | " + " | ".join(f"{result[call]:.3f}" for call in calls) + " |")
 
 
 if __name__ == "__main__":
