@@ -15,8 +15,9 @@ from unittest import mock
 
 import pytest
 
+from keras_bert_core.cli import main
 from keras_bert_core.cli.run_dir import RunDirectory
-from tests.cli.conftest import TINY_CONFIG, _kbc, assert_one_line_error
+from tests.cli.conftest import TINY_CONFIG, assert_one_line_error
 
 FAMILIES = os.path.join(os.path.dirname(__file__), os.pardir, "checkpoints", "data",
                         "families")
@@ -32,13 +33,24 @@ def family(name):
     return os.path.normpath(DEBERTA if name == "deberta" else os.path.join(FAMILIES, name))
 
 
-@contextlib.contextmanager
-def quietly():
-    """A `kbc` run made for a fixture: its output is no test's, and the TensorFlow variables
-    it sets stay in it."""
-    with (mock.patch.dict(os.environ), contextlib.redirect_stdout(io.StringIO()),
-          contextlib.redirect_stderr(io.StringIO())):
-        yield
+def made_on_first_use(tmp_path_factory, folder, arguments):
+    """`run(name)`: the folder that `kbc ARGUMENTS(name)... --run-dir` writes, made in this
+    process on the first call for `name` (read it; copy it to change it). Its output is no
+    test's, and the TensorFlow variables kbc sets stay in it."""
+    runs = {}
+
+    def run(name):
+        if name not in runs:
+            run_dir = tmp_path_factory.mktemp(name) / folder
+            err = io.StringIO()
+            with (mock.patch.dict(os.environ), contextlib.redirect_stdout(io.StringIO()),
+                  contextlib.redirect_stderr(err)):
+                code = main([str(arg) for arg in (*arguments(name), "--run-dir", run_dir)])
+            assert code == 0, err.getvalue()[-3000:]
+            runs[name] = run_dir
+        return runs[name]
+
+    return run
 
 
 def json_lines(text):
@@ -63,21 +75,12 @@ def marked_reviews(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def family_runs(marked_reviews, tmp_path_factory):
-    """`run(name)`: the folder of a classifier fine-tuned from `name`'s checkpoint folder on
-    `marked_reviews`, trained on first use (read it; copy it to change it)."""
-    runs = {}
-
-    def run(name):
-        if name not in runs:
-            run_dir = tmp_path_factory.mktemp(name) / "run"
-            with quietly():
-                _kbc("finetune", "--task", "classify", "--train", marked_reviews,
-                     "--checkpoint", family(name), "--seq-length", 16, "--batch-size", 8,
-                     "--epochs", 6, "--learning-rate", 3e-3, "--run-dir", run_dir)
-            runs[name] = run_dir
-        return runs[name]
-
-    return run
+    """`run(name)`: a classifier fine-tuned from `name`'s checkpoint folder on
+    `marked_reviews` (`made_on_first_use`)."""
+    return made_on_first_use(tmp_path_factory, "run", lambda name: (
+        "finetune", "--task", "classify", "--train", marked_reviews, "--checkpoint",
+        family(name), "--seq-length", 16, "--batch-size", 8, "--epochs", 6,
+        "--learning-rate", 3e-3))
 
 
 @pytest.mark.parametrize("name", [
@@ -187,21 +190,12 @@ PAIR_TASKS = {"albert": "sentence_order", "roberta": "none", "distilbert": "none
 
 @pytest.fixture(scope="module")
 def family_pretraining(corpus, tiny_sizes, tmp_path_factory):
-    """`run(name)`: the folder of a tiny model pretrained from `name`'s preset its way
-    (`PRETRAINING`), trained on first use (read it; copy it to change it)."""
-    runs = {}
-
-    def run(name):
-        if name not in runs:
-            run_dir = tmp_path_factory.mktemp(name) / "pretrain"
-            with quietly():
-                _kbc("pretrain", corpus, *PRETRAINING[name][0], "--preset", f"{name}_base",
-                     "--config", tiny_sizes[name], "--seq-length", 32, "--batch-size", 4,
-                     "--epochs", 1, "--steps-per-epoch", 2, "--run-dir", run_dir)
-            runs[name] = run_dir
-        return runs[name]
-
-    return run
+    """`run(name)`: a tiny model pretrained from `name`'s preset its way (`PRETRAINING`;
+    `made_on_first_use`)."""
+    return made_on_first_use(tmp_path_factory, "pretrain", lambda name: (
+        "pretrain", corpus, *PRETRAINING[name][0], "--preset", f"{name}_base", "--config",
+        tiny_sizes[name], "--seq-length", 32, "--batch-size", 4, "--epochs", 1,
+        "--steps-per-epoch", 2))
 
 
 @pytest.mark.parametrize("name", [
