@@ -32,19 +32,22 @@ def measure(cached, preset, repeats):
                                preprocessor=preprocessor)
     model.compile(optimizer=kbc.BertAdamW(1e-4))
     model.fit(["a text", "another text"], [0, 1], verbose=0)  # the optimizer's slots too
-    folder = tempfile.mkdtemp()
-    calls = {
-        "save_weights": lambda i: model.save_weights(os.path.join(folder, f"{i}.weights.h5")),
-        "save": lambda i: model.save(os.path.join(folder, f"{i}.keras")),
-        "load_model": lambda i: keras.saving.load_model(os.path.join(folder, f"{i}.keras")),
-    }
-    result = {}
-    for name, call in calls.items():
-        call(-1)  # a first call of each, outside the timing
-        start = time.process_time()
-        for i in range(repeats):
-            call(i)
-        result[name] = (time.process_time() - start) / repeats
+    with tempfile.TemporaryDirectory() as folder:
+        def path(i, suffix):
+            return os.path.join(folder, f"{i}{suffix}")
+
+        calls = {
+            "save_weights": lambda i: model.save_weights(path(i, ".weights.h5")),
+            "save": lambda i: model.save(path(i, ".keras")),
+            "load_model": lambda i: keras.saving.load_model(path(i, ".keras")),
+        }
+        result = {}
+        for name, call in calls.items():
+            call(-1)  # a first call of each, outside the timing
+            start = time.process_time()
+            for i in range(repeats):
+                call(i)
+            result[name] = (time.process_time() - start) / repeats
     print(json.dumps(result))
 
 
