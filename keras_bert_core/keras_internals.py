@@ -181,8 +181,8 @@ def cache_saving_skipsets():
     `save_weights`, `load_model` or `load_weights`, Keras asks it which attributes to skip
     for every layer, optimizer and metric it meets, and it builds a throwaway `Layer`
     (`Optimizer`, `Metric`...) each time to list them: its cache reads a key it never
-    writes (`saving_attr_skiplist_...`, `saving_attr_skipset_...`). The list depends on the
-    kind alone, and no public API caches it (`bench/keras_saving.py` times a save and a
+    writes (`saving_attr_skiplist_...`, `saving_attr_skipset_...`). The names it walks depend
+    on the kind alone, and no public API caches it (`bench/keras_saving.py` times a save and a
     load both ways). Where Keras has no such function, nothing changes.
 
     Example:

@@ -135,17 +135,26 @@ def test_saving_lists_the_attributes_it_skips_once_per_kind(tmp_path):
     assert hasattr(skipset, "cache_info"), f"{name} is not cached after the package's import"
     keras_internals.cache_saving_skipsets()
     assert saving_lib.get_attr_skipset is skipset
+    # `dir` lists `__annotations__` once anything has read a class's annotations (a test
+    # before this one did, on CI); Keras's walk passes over dunder names anyway.
+    _ = keras.metrics.Metric.__annotations__
+
+    def walked(names):
+        return {n for n in names if not n.startswith("__")}
+
     for kind in ("Layer", "Functional", "Optimizer", "Metric"):
-        assert skipset(kind) == skipset.__wrapped__(kind), f"{name}({kind!r}) differs cached"
+        assert walked(skipset(kind)) == walked(skipset.__wrapped__(kind)), (
+            f"{name}({kind!r}) differs cached")
 
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     model.fit(np.ones((4, 2)), np.zeros((4, 1)), verbose=0)
+    model.save(tmp_path / "first.keras")  # meets the kinds no test asked for yet
     before = skipset.cache_info()
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     after = skipset.cache_info()
     assert after.hits > before.hits, f"Keras's saving no longer asks {name}"
-    assert after.misses - before.misses <= 1  # the kinds met first here (Loss, say)
+    assert after.misses == before.misses, f"{name} was asked for a kind twice"
     np.testing.assert_array_equal(loaded.predict(np.ones((1, 2)), verbose=0),
                                   model.predict(np.ones((1, 2)), verbose=0))
