@@ -11,6 +11,7 @@ import json
 import os
 import random
 
+import keras
 import pytest
 
 import keras_bert_core as kbc_package
@@ -37,11 +38,13 @@ def write_run(path, command, model=None, task=None):
     return path
 
 
-@pytest.fixture
-def teacher_run(tmp_path):
+@pytest.fixture(scope="module")
+def teacher_run(tmp_path_factory):
+    """The teacher's run (read it, never write it), the same whichever test makes it."""
+    keras.utils.set_random_seed(0)
     task = {"name": "classify", "text_column": "review", "seq_length": 32,
             "lower_case": True, "label_names": LABELS}
-    return write_run(tmp_path / "teacher", "finetune",
+    return write_run(tmp_path_factory.mktemp("teacher") / "run", "finetune",
                      lambda encoder: kbc_package.BertClassifier(encoder, len(LABELS)), task)
 
 

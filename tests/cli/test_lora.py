@@ -43,7 +43,9 @@ def write_csv(path, rows):
 @pytest.fixture(scope="module")
 def keyword_task(tmp_path_factory):
     folder = tmp_path_factory.mktemp("keywords")
-    return (write_csv(folder / "train.csv", keyword_rows(96, seed=0)),
+    # Many rows and few epochs: an epoch's end (validation, checkpoint) costs more than its
+    # steps.
+    return (write_csv(folder / "train.csv", keyword_rows(480, seed=0)),
             write_csv(folder / "dev.csv", keyword_rows(48, seed=1)))
 
 
@@ -80,7 +82,7 @@ def test_lora_fine_tune_learns_and_every_command_gives_the_adapter_models_answer
     run_dir = tmp_path / "run"
     trained = kbc("finetune", "--task", "classify", "--train", train, "--validation", dev,
                   "--checkpoint", pretrain_run, "--seq-length", 16, "--batch-size", 8,
-                  "--epochs", 20, "--learning-rate", 3e-2, "--lora", 4, "--run-dir", run_dir)
+                  "--epochs", 3, "--learning-rate", 3e-2, "--lora", 4, "--run-dir", run_dir)
     assert trained.code == 0, trained.err
     # Adapters on query and value of 1 block of width 32, and the head (32 x 2 + 2).
     assert "LoRA rank 4 (alpha 4) on query, value: 2 layers, 512 adapter parameters" in (
@@ -129,7 +131,7 @@ def test_a_killed_lora_run_resumes_with_its_adapters(kbc, pretrain_run, keyword_
     train, _ = keyword_task
     run_dir = tmp_path / "run"
     argv = ("finetune", "--task", "classify", "--train", train, "--checkpoint", pretrain_run,
-            "--seq-length", 16, "--batch-size", 4, "--epochs", 8, "--learning-rate", 1e-2,
+            "--seq-length", 16, "--batch-size", 4, "--epochs", 1, "--learning-rate", 1e-2,
             "--lora", 4, "--lora-targets", "attention", "--backup-every", 10,
             "--run-dir", run_dir)
     killed_at = kill_at_step(argv, run_dir, 30, cwd=tmp_path)
@@ -138,7 +140,7 @@ def test_a_killed_lora_run_resumes_with_its_adapters(kbc, pretrain_run, keyword_
 
     resumed = kbc("finetune", "--resume", "--run-dir", run_dir, cwd=tmp_path)
     assert resumed.code == 0, resumed.err[-3000:]
-    assert f"after step {backed_up} of 192" in resumed.err
+    assert f"after step {backed_up} of 120" in resumed.err
     # The base checkpoint plus the adapters file is the model the run saved: a resume that
     # lost the adapters (Keras's weight files keep merged kernels only) would have trained
     # new ones over the merged kernels, which the file cannot reproduce.

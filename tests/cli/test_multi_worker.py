@@ -41,7 +41,7 @@ def test_two_workers_pretrain_then_finetune_and_only_the_chief_writes(
     run_workers(
         "finetune", "--task", "classify", "--train", DATA / "sentiment.csv", "--validation",
         DATA / "sentiment.csv", "--text-column", "review", "--checkpoint", pretrain_dir,
-        "--seq-length", 32, "--batch-size", 2, "--epochs", 2, "--run-dir", finetune_dir,
+        "--seq-length", 32, "--batch-size", 2, "--epochs", 1, "--run-dir", finetune_dir,
         "--overwrite")
     assert set(os.listdir(finetune_dir)) == RUN_FILES
     metrics = json.loads((finetune_dir / "metrics.json").read_text())

@@ -2,9 +2,9 @@
 `--strategy`'s choices, `kbc pretrain --pack` and `--write-tfrecords`, SQuAD 2.0's best
 null-score threshold in `kbc evaluate` and `--null-score-threshold` in predict and export,
 `--quiet` and `--tf-logs`; a resumed run keeps its choices, and bad combinations end with one
-line. The first command of a run, `--quiet`'s and `--tf-logs`' checks and the parser's refusals
-run `kbc` in a process of its own (TensorFlow's start-up log shows only there); the commands
-that follow them run in this process."""
+line. `--quiet`'s and `--tf-logs`' checks (the first command of a run, for `--quiet`) and the
+parser's refusals run `kbc` in a process of its own (TensorFlow's start-up log shows only
+there); the other commands run in this process."""
 
 import json
 import os
@@ -169,16 +169,16 @@ def test_packed_batches_hold_several_documents_a_row(corpus):
 @pytest.mark.slow
 def test_write_tfrecords_then_train_on_them(kbc, corpus, tiny_config, tmp_path):
     output = tmp_path / "records"
-    written = run_kbc("pretrain", corpus, "--vocab", VOCAB, "--seq-length", 32,
-                      "--pair-task", "sentence_order", "--write-tfrecords", output,
-                      "--shards", 2, "--dupe-factor", 2)
-    assert written.returncode == 0, written.stderr[-3000:]
-    assert written.stdout == f"{output}\n"
+    written = kbc("pretrain", corpus, "--vocab", VOCAB, "--seq-length", 32, "--pair-task",
+                  "sentence_order", "--write-tfrecords", output, "--shards", 2,
+                  "--dupe-factor", 2, cwd=tmp_path)
+    assert written.code == 0, written.err[-3000:]
+    assert written.out == f"{output}\n"
     shards = sorted(output.glob("*.tfrecord"))
     assert [path.name for path in shards] == ["pretraining-00000-of-00002.tfrecord",
                                               "pretraining-00001-of-00002.tfrecord"]
     assert (output / "vocab.txt").read_text() == VOCAB.read_text()
-    assert "wrote" in written.stderr and not list(tmp_path.glob("runs"))  # trained nothing
+    assert "wrote" in written.err and not list(tmp_path.glob("runs"))  # trained nothing
 
     before = {path.name: path.read_bytes() for path in shards}
     again = kbc("pretrain", corpus, "--vocab", VOCAB, "--write-tfrecords", output)

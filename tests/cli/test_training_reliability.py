@@ -83,20 +83,21 @@ def test_pretrain_killed_mid_epoch_resumes_from_another_folder_losing_few_steps(
     run_dir = tmp_path / "work" / "run"
     (tmp_path / "work").mkdir()
     argv = ("pretrain", corpus, "--vocab", VOCAB, "--config", config_file, "--seq-length", 32,
-            "--batch-size", 4, "--epochs", 3, "--steps-per-epoch", 100, "--backup-every", 20,
+            "--batch-size", 4, "--epochs", 3, "--steps-per-epoch", 35, "--backup-every", 20,
             "--run-dir", "run")
-    killed_at = kill_at_step(argv, run_dir, 150, cwd=tmp_path / "work")
+    killed_at = kill_at_step(argv, run_dir, 50, cwd=tmp_path / "work")
     backed_up = completed_steps(str(run_dir))
+    # Killed at the step-50 log after the backup of step 40: mid-epoch 2 (steps 36 to 70).
     assert 0 <= killed_at - backed_up <= 20 and not (run_dir / "model.keras").exists()
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     resumed = kbc("pretrain", "--resume", "--run-dir", run_dir, cwd=elsewhere)
     assert resumed.code == 0, resumed.err[-3000:]
-    assert f"after step {backed_up} of 300" in resumed.err
+    assert f"after step {backed_up} of 105" in resumed.err
     steps, epochs = metrics_steps(run_dir)
-    assert steps == list(range(50, 301, 50))  # each once, in order
-    assert epochs == [(1, 100), (2, 200), (3, 300)]
+    assert steps == [50, 100]  # each once, in order
+    assert epochs == [(1, 35), (2, 70), (3, 105)]
     assert (run_dir / "model.keras").exists()
 
 

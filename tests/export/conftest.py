@@ -12,6 +12,7 @@ from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.text.preprocessor import BertPreprocessor
+from tests.cli.conftest import built_once
 from tests.export.helpers import (
     LABEL_NAMES,
     NUM_CHOICES,
@@ -28,48 +29,65 @@ def preprocessor(vocab_file):
 
 
 @pytest.fixture(scope="session")
-def classifier(preprocessor):
-    """A tiny classifier trained a few steps on `rule_label`, so its logits have margins."""
+def classifier(preprocessor, tmp_path_factory):
+    """A one-layer tiny classifier trained a few steps on `rule_label`, so its logits have
+    margins; trained by one pytest-xdist worker, whose weights the others load."""
     keras.utils.set_random_seed(0)
     config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
-                                   max_position_embeddings=SEQ_LENGTH, dropout=0.0,
-                                   attention_dropout=0.0)
+                                   max_position_embeddings=SEQ_LENGTH, num_layers=1,
+                                   dropout=0.0, attention_dropout=0.0)
     model = BertClassifier(kbc.BertEncoder(config), num_classes=3, dropout=0.0,
                            name="rule_classifier")
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
     texts = varied_texts(256, seed=1)
     features = {name: value.numpy() for name, value in preprocessor(texts).items()}
-    model.fit(features, np.array([rule_label(t) for t in texts]), batch_size=32, epochs=6,
-              verbose=0)
+
+    def train(folder):
+        model.compile(optimizer=keras.optimizers.Adam(2e-3))
+        model.fit(features, np.array([rule_label(t) for t in texts]), batch_size=32,
+                  epochs=6, verbose=0)
+        folder.mkdir()
+        np.savez(folder / "weights.npz", *model.get_weights())  # not the optimizer's
+
+    model({name: value[:1] for name, value in features.items()})  # built, to load into
+    with np.load(built_once(tmp_path_factory, "rule_classifier", train) / "weights.npz") as f:
+        model.set_weights([f[f"arr_{i}"] for i in range(len(f.files))])
     return model
 
 
-@pytest.fixture(scope="session")
-def models_dir(tmp_path_factory):
-    """A TF Serving model base directory: `<models_dir>/<name>/<version>/`."""
-    return tmp_path_factory.mktemp("models")
+def _saved_models_once(tmp_path_factory, folder, models, preprocessor, options):
+    """SavedModels of `models` (by name) in the TF Serving layout `<folder>/<name>/1/`,
+    exported by one pytest-xdist worker and read by the others: their directories by name."""
+    def export(base):
+        for name, model in models.items():
+            export_saved_model(model, preprocessor, base, name=name, **options.get(name, {}))
+
+    base = built_once(tmp_path_factory, folder, export)
+    return {name: str(base / name / "1") for name in models}
 
 
 @pytest.fixture(scope="session")
-def classifier_export(classifier, preprocessor, models_dir):
-    return export_saved_model(classifier, preprocessor, models_dir, name="classifier",
-                              label_names=LABEL_NAMES)
+def classifier_export(classifier, preprocessor, tmp_path_factory):
+    return _saved_models_once(tmp_path_factory, "classifier_export",
+                              {"classifier": classifier}, preprocessor,
+                              {"classifier": {"label_names": LABEL_NAMES}})["classifier"]
 
 
 @pytest.fixture(scope="session")
 def classifier_tflite(classifier, preprocessor, tmp_path_factory):
     """The classifier's float32 `.tflite` file, raw text in: converted once for every test."""
-    return export_tflite(classifier, preprocessor,
-                         tmp_path_factory.mktemp("tflite") / "classifier.tflite",
-                         label_names=LABEL_NAMES)
+    folder = built_once(tmp_path_factory, "classifier_tflite", lambda folder: export_tflite(
+        classifier, preprocessor, folder / "classifier.tflite", label_names=LABEL_NAMES))
+    return folder / "classifier.tflite"
 
 
 @pytest.fixture(scope="session")
 def task_models(preprocessor):
-    """Random task models on one tiny encoder, by the name they are served under."""
+    """Random task models on one encoder, by the name they are served under. Smaller than
+    "tiny" (their checks, served against Keras, hold at any size): less to trace and save."""
     keras.utils.set_random_seed(1)
     config = kbc.BertConfig.preset("tiny", vocab_size=len(preprocessor.vocabulary),
-                                   max_position_embeddings=SEQ_LENGTH)
+                                   max_position_embeddings=SEQ_LENGTH, num_layers=1,
+                                   hidden_size=32, num_heads=2, intermediate_size=64)
     encoder = kbc.BertEncoder(config)
     return {
         "pairs": BertClassifier(encoder, num_classes=2, dropout=0.0),
@@ -81,13 +99,12 @@ def task_models(preprocessor):
 
 
 @pytest.fixture(scope="session")
-def task_exports(task_models, preprocessor, models_dir, classifier_export):
-    """SavedModel directories of every served model (the classifier's included), by name."""
+def task_exports(task_models, preprocessor, tmp_path_factory, classifier_export):
+    """SavedModel directories of every served model (the classifier's included), by name.
+    The workers' task models are equal (the same seed), so one worker's exports serve all."""
     options = {"pairs": {"pairs": True}, "tagger": {"label_names": TAG_NAMES}}
-    exports = {name: export_saved_model(model, preprocessor, models_dir, name=name,
-                                        **options.get(name, {}))
-               for name, model in task_models.items()}
-    return {"classifier": classifier_export, **exports}
+    return {"classifier": classifier_export, **_saved_models_once(
+        tmp_path_factory, "task_exports", task_models, preprocessor, options)}
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from tests.export.helpers import ROOT
 from tests.export.test_saved_model import _SERVE_IN_FRESH_PROCESS
 
 FAMILIES = ROOT / "tests" / "checkpoints" / "data" / "families"
+FAMILY_NAMES = ["roberta", "albert", "distilbert"]
 TEXTS = ["A man is playing a guitar.", "Café au lait, naïve résumé!",
          "The tower was finished in 1889 by Gustave Eiffel for the world fair.",
          "Hello   world\tagain", "東京は日本の首都です。"]
@@ -28,23 +29,36 @@ def _keras_probabilities(model, preprocessor, texts):
     return keras.ops.convert_to_numpy(keras.ops.softmax(logits))
 
 
-@pytest.mark.slow  # three SavedModels served in fresh processes, two TFLite conversions
-@pytest.mark.parametrize("family", ["roberta", "albert", "distilbert"])
-def test_checkpoint_serves_from_saved_model_and_tflite(family, tmp_path):
-    folder = FAMILIES / f"{family}_classifier"
-    encoder, _ = kbc.load_checkpoint(folder)
-    keras.utils.set_random_seed(0)
-    model = kbc.BertClassifier(encoder, num_classes=3, dropout=0.0)
-    preprocessor = kbc.BertPreprocessor(folder, seq_length=64)
-    export_dir = export_saved_model(model, preprocessor, tmp_path / "saved", warmup=False)
-
+@pytest.fixture(scope="module")
+def served_families(tmp_path_factory):
+    """Each family's classifier, preprocessor, SavedModel and what one fresh process (no
+    Keras, no keras_bert_core) served from it, by family: one process serves the three
+    exports, as it would serve one."""
+    tmp_path = tmp_path_factory.mktemp("families")
+    families, arguments = {}, []
+    for family in FAMILY_NAMES:
+        folder = FAMILIES / f"{family}_classifier"
+        # Seeded first: the loader initializes what a checkpoint lacks (RoBERTa's pooler).
+        keras.utils.set_random_seed(0)
+        encoder, _ = kbc.load_checkpoint(folder)
+        model = kbc.BertClassifier(encoder, num_classes=3, dropout=0.0)
+        preprocessor = kbc.BertPreprocessor(folder, seq_length=64)
+        export_dir = export_saved_model(model, preprocessor, tmp_path / family, warmup=False)
+        families[family] = model, preprocessor, tmp_path / f"{family}.npz"
+        arguments += [export_dir, str(tmp_path / f"{family}.npz")]
     (tmp_path / "texts.json").write_text(json.dumps(TEXTS))
     result = subprocess.run(
-        [sys.executable, "-c", _SERVE_IN_FRESH_PROCESS, export_dir,
-         str(tmp_path / "texts.json"), str(tmp_path / "outputs.npz")],
-        capture_output=True, text=True, timeout=600)
+        [sys.executable, "-c", _SERVE_IN_FRESH_PROCESS, str(tmp_path / "texts.json"),
+         *arguments], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    served = np.load(tmp_path / "outputs.npz", allow_pickle=True)
+    return {family: (model, preprocessor, np.load(outputs, allow_pickle=True))
+            for family, (model, preprocessor, outputs) in families.items()}
+
+
+@pytest.mark.slow  # three SavedModels served in a fresh process, three TFLite conversions
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_checkpoint_serves_from_saved_model_and_tflite(family, served_families, tmp_path):
+    model, preprocessor, served = served_families[family]
     np.testing.assert_allclose(served["probabilities"],
                                _keras_probabilities(model, preprocessor, TEXTS), atol=1e-5)
 

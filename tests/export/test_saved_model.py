@@ -25,6 +25,8 @@ from tests.export.helpers import (
 # Loads and serves an export as TF Serving would: TensorFlow plus tf.text's kernels, no
 # Keras and no keras_bert_core (blocked, so any attempt to import them fails). tf.text's
 # kernels are loaded from its op libraries: its Python package imports Keras (tf.keras).
+# Arguments: a JSON file of texts, then each export's directory and the .npz file for its
+# outputs (one process serves several exports).
 _SERVE_IN_FRESH_PROCESS = """
 import glob, importlib.util, json, os, sys
 import numpy as np
@@ -35,15 +37,16 @@ text_package = importlib.util.find_spec("tensorflow_text").submodule_search_loca
 for library in sorted(glob.glob(os.path.join(text_package, "python", "ops", "_*.so"))):
     tf.load_op_library(library)
 
-export_dir, texts_file, outputs_file = sys.argv[1:]
-model = tf.saved_model.load(export_dir)
+texts_file, *exports = sys.argv[1:]
 texts = tf.constant(json.load(open(texts_file)))
-served = model.signatures["serving_default"](text=texts)
-features = model.signatures["tokenize"](text=texts)
-from_ids = model.signatures["predict_ids"](**features)
-np.savez(outputs_file, **{name: value.numpy() for name, value in served.items()},
-         ids_probabilities=from_ids["probabilities"].numpy(),
-         token_ids=features["token_ids"].numpy())
+for export_dir, outputs_file in zip(exports[::2], exports[1::2], strict=True):
+    model = tf.saved_model.load(export_dir)
+    served = model.signatures["serving_default"](text=texts)
+    features = model.signatures["tokenize"](text=texts)
+    from_ids = model.signatures["predict_ids"](**features)
+    np.savez(outputs_file, **{name: value.numpy() for name, value in served.items()},
+             ids_probabilities=from_ids["probabilities"].numpy(),
+             token_ids=features["token_ids"].numpy())
 print(json.dumps(sorted(name for name, module in sys.modules.items() if module is not None
                         and name.split(".")[0] in ("keras", "tf_keras", "keras_bert_core",
                                                    "tensorflow_text"))))
@@ -60,8 +63,8 @@ def test_fresh_process_without_keras_serves_what_keras_computes(
     texts = varied_texts(40, seed=3)
     (tmp_path / "texts.json").write_text(json.dumps(texts))
     result = subprocess.run(
-        [sys.executable, "-c", _SERVE_IN_FRESH_PROCESS, classifier_export,
-         str(tmp_path / "texts.json"), str(tmp_path / "outputs.npz")],
+        [sys.executable, "-c", _SERVE_IN_FRESH_PROCESS, str(tmp_path / "texts.json"),
+         classifier_export, str(tmp_path / "outputs.npz")],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []

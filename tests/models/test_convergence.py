@@ -69,7 +69,7 @@ def test_classifier_learns_whether_a_word_is_present():
         return as_inputs(ids), labels.astype("int32")
 
     logits, labels = fit_and_predict(
-        tiny_model(kbc.BertClassifier, num_classes=2, dropout=0.0), make_split, epochs=30)
+        tiny_model(kbc.BertClassifier, num_classes=2, dropout=0.0), make_split, epochs=15)
     assert np.mean(logits.argmax(-1) == labels) >= 0.9
 
 
