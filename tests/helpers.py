@@ -1,9 +1,12 @@
 """Shared test checks for layers and models: serialization, symbolic calls, training steps,
-mixed precision, `.keras` round trips. Import as `from tests.helpers import ...`."""
+mixed precision, `.keras` round trips; folders built once for every pytest-xdist worker
+(`built_once`). Import as `from tests.helpers import ...`."""
 
 import contextlib
+import fcntl
 import os
 import re
+import shutil
 from unittest import mock
 
 import keras
@@ -216,3 +219,21 @@ def offline_hub_cache(monkeypatch, cache, repo_id, folder):
         monkeypatch.setenv(name, "1" if value is True else value)
         monkeypatch.setattr(huggingface_hub.constants, name, value)
     return snapshot
+
+
+def built_once(tmp_path_factory, name, build):
+    """The folder `build(folder)` writes, built by whichever pytest-xdist worker asks first;
+    the others wait for it and read the same folder (tests read it, never write it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's
+    shared = root / "built_once"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed part way
+            build(folder)
+            done.touch()
+    return folder

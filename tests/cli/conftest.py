@@ -3,7 +3,6 @@ preset and exports, made once per session and reused by the tests that read, exp
 continue them."""
 
 import dataclasses
-import fcntl
 import io
 import json
 import os
@@ -15,6 +14,7 @@ from unittest import mock
 import pytest
 
 from keras_bert_core.cli import main
+from tests.helpers import built_once
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "text" / "data" / "tasks"
 VOCAB = DATA / "vocab.txt"
@@ -95,24 +95,6 @@ def tiny_config(tmp_path_factory):
 
 def _kbc(*argv):
     assert main([str(arg) for arg in argv]) == 0
-
-
-def built_once(tmp_path_factory, name, build):
-    """The folder `build(folder)` writes, built by whichever pytest-xdist worker asks first;
-    the others wait for it and read the same folder (tests read it, never write it)."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent  # the session's folder, above each worker's
-    shared = root / "built_once"
-    shared.mkdir(exist_ok=True)
-    folder, done = shared / name, shared / f"{name}.done"
-    with open(shared / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)  # a build that failed part way
-            build(folder)
-            done.touch()
-    return folder
 
 
 @pytest.fixture(scope="session")

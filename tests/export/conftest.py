@@ -12,7 +12,6 @@ from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.text.preprocessor import BertPreprocessor
-from tests.cli.conftest import built_once
 from tests.export.helpers import (
     LABEL_NAMES,
     NUM_CHOICES,
@@ -21,6 +20,7 @@ from tests.export.helpers import (
     rule_label,
     varied_texts,
 )
+from tests.helpers import built_once
 
 
 @pytest.fixture(scope="session")
