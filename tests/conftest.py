@@ -67,6 +67,7 @@ tf.config.set_logical_device_configuration(
 # left out of every scan.
 gc.freeze()
 gc.set_threshold(20_000, 50, 100)
+_last_file_frozen = [None]
 
 # A slow test counts as this many ordinary ones when files are ordered for the workers.
 SLOW_TEST_WEIGHT = 40
@@ -96,6 +97,18 @@ def pytest_collection_modifyitems(items):
             SLOW_TEST_WEIGHT if item.get_closest_marker("slow") else 1)
     first_seen = {path: index for index, path in enumerate(dict.fromkeys(i.path for i in items))}
     items.sort(key=lambda item: (-weight[item.path], first_seen[item.path]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """At each test file's first test, what the files before left alive (session fixtures,
+    TensorFlow's and Keras's caches) joins the imports outside the collector's scans: a full
+    collection (the TFLite converter makes one per file it writes) then walks this file's
+    objects, not the millions earlier files left (bench/RESULTS.md, "Test suite")."""
+    if item.path != _last_file_frozen[0]:
+        _last_file_frozen[0] = item.path
+        gc.collect()  # the earlier files' garbage, before it is kept for good
+        gc.freeze()
 
 
 def _seed_keeping_kernels(seed):

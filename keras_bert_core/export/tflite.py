@@ -274,10 +274,7 @@ def _convert(module, concrete, signature, quantize, calibration=None):
     """The `.tflite` flatbuffer of one signature of a serving module; `calibration`: the
     signature's inputs, a list of dicts, with `quantize="int8"`."""
     with tempfile.TemporaryDirectory() as saved_model_dir:
-        # From a SavedModel, the converter freezes the variables into constants.
-        tf.saved_model.save(module, saved_model_dir, signatures=concrete)
-        converter = tf.lite.TFLiteConverter.from_saved_model(
-            saved_model_dir, signature_keys=[signature])
+        converter = _converter(module, concrete, signature, saved_model_dir)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True  # tf.text's ops, resolved by its registrar
         if quantize is not None:
@@ -287,6 +284,18 @@ def _convert(module, concrete, signature, quantize, calibration=None):
         if quantize != "int8":
             return converter.convert()
         return _quantize_int8(converter, calibration)
+
+
+def _converter(module, concrete, signature, saved_model_dir):
+    """A converter of `module`'s `signature`. Either way it reads a SavedModel, whose
+    variables it freezes into constants. Given the function, it saves and reloads one
+    itself; given a SavedModel folder, it loads it twice, then collects the whole process's
+    garbage, which is slower (`python bench/tflite_conversion.py`). A function's signature
+    is always named `serving_default`, so another name goes the folder's way."""
+    if signature == "serving_default":
+        return tf.lite.TFLiteConverter.from_concrete_functions([concrete[signature]], module)
+    tf.saved_model.save(module, saved_model_dir, signatures=concrete)
+    return tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[signature])
 
 
 def _quantize_int8(converter, calibration):
