@@ -102,9 +102,10 @@ def pytest_collection_modifyitems(items):
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """At each test file's first test, what the files before left alive (session fixtures,
-    TensorFlow's and Keras's caches) joins the imports outside the collector's scans: a full
-    collection (the TFLite converter makes one per file it writes) then walks this file's
-    objects, not the millions earlier files left (bench/RESULTS.md, "Test suite")."""
+    TensorFlow's and Keras's caches) joins the imports outside the collector's scans, so that
+    a full collection (Python's as the heap grows, pytest's as a worker ends, the TFLite
+    converter's from a SavedModel folder) walks this file's objects, not the millions that
+    earlier files left (bench/RESULTS.md, "Test suite")."""
     if item.path != _last_file_frozen[0]:
         _last_file_frozen[0] = item.path
         gc.collect()  # the earlier files' garbage, before it is kept for good
