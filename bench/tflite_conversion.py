@@ -22,7 +22,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -49,21 +48,15 @@ def serving_function():
 
 
 def convert(route, module, concrete):
-    """The `.tflite` bytes by `route` ("function" or "saved_model_folder")."""
-    import tensorflow as tf
+    """The `.tflite` bytes by `route` ("function" or "saved_model_folder"), converted as
+    `export_tflite` converts, the folder route put in place of its choice."""
+    from unittest import mock
 
     from keras_bert_core.export import tflite
 
-    with tempfile.TemporaryDirectory() as folder:
-        if route == "function":
-            converter = tflite._converter(module, concrete, "serving_default", folder)
-        else:
-            tf.saved_model.save(module, folder, signatures=concrete)
-            converter = tf.lite.TFLiteConverter.from_saved_model(
-                folder, signature_keys=["serving_default"])
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-        converter.allow_custom_ops = True
-        return converter.convert()
+    chosen = tflite._converter if route == "function" else tflite._saved_model_converter
+    with mock.patch.object(tflite, "_converter", chosen):
+        return tflite._convert(module, concrete, "serving_default", quantize=None)
 
 
 def main():

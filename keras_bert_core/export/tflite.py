@@ -294,6 +294,11 @@ def _converter(module, concrete, signature, saved_model_dir):
     is always named `serving_default`, so another name goes the folder's way."""
     if signature == "serving_default":
         return tf.lite.TFLiteConverter.from_concrete_functions([concrete[signature]], module)
+    return _saved_model_converter(module, concrete, signature, saved_model_dir)
+
+
+def _saved_model_converter(module, concrete, signature, saved_model_dir):
+    """A converter of `module`'s `signature` saved into `saved_model_dir`."""
     tf.saved_model.save(module, saved_model_dir, signatures=concrete)
     return tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, signature_keys=[signature])
 
