@@ -153,16 +153,17 @@ class MaskedLMMasker(keras.layers.Layer):
 
         # Number words 1..W per row (0 = ineligible) and count the pieces of each word.
         word_index = tf.where(eligible, tf.cumsum(tf.cast(starts, tf.int32), axis=1), 0)
-        row_offset = tf.range(batch_size)[:, None] * (seq_length + 1)
-        word_lengths = tf.reshape(
-            tf.math.unsorted_segment_sum(
-                tf.cast(eligible, tf.int32),
-                word_index + row_offset,
-                batch_size * (seq_length + 1),
-            ),
-            [batch_size, seq_length + 1],
-        )
-        start_lengths = tf.where(starts, tf.gather(word_lengths, word_index, batch_dims=1), 0)
+
+        def per_word(reduce, values):
+            """`reduce` of `values` over each word's pieces, at every piece of the word."""
+            row_offset = tf.range(batch_size)[:, None] * (seq_length + 1)
+            by_word = tf.reshape(
+                reduce(tf.cast(values, tf.int32), word_index + row_offset,
+                       batch_size * (seq_length + 1)),
+                [batch_size, seq_length + 1])
+            return tf.gather(by_word, word_index, batch_dims=1)
+
+        start_lengths = tf.where(starts, per_word(tf.math.unsorted_segment_sum, eligible), 0)
 
         # Take words in random order while their pieces fit the budget. The word that
         # crosses the budget is taken with probability (room left / its length), so the
@@ -188,15 +189,7 @@ class MaskedLMMasker(keras.layers.Layer):
         take = (total <= budget) | crossing_taken | (tf.range(seq_length) == 0)
         take &= sorted_lengths > 0
         chosen_starts = tf.gather(take, tf.argsort(order, axis=1), batch_dims=1)
-        chosen_words = tf.reshape(
-            tf.math.unsorted_segment_max(
-                tf.cast(chosen_starts, tf.int32),
-                word_index + row_offset,
-                batch_size * (seq_length + 1),
-            ),
-            [batch_size, seq_length + 1],
-        )
-        selected = eligible & (tf.gather(chosen_words, word_index, batch_dims=1) > 0)
+        selected = eligible & (per_word(tf.math.unsorted_segment_max, chosen_starts) > 0)
 
         # The first P selected positions, ascending; unused slots point at position 0.
         key = tf.where(selected, seq_length - tf.range(seq_length), 0)
