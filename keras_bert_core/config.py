@@ -201,10 +201,12 @@ class BertConfig:
         return self.max_position_embeddings - self.position_offset
 
     def check_fits(self, vocabulary_size, seq_length, *, vocabulary="the vocabulary",
-                   seq_length_name="seq_length", model="the model"):
+                   seq_length_name="seq_length", model="the model", exact=True):
         """Raises `VocabularyMismatchError` if a vocabulary does not fill the model's word
         embeddings, `ValueError` if a sequence length exceeds its position table. The names
-        say, in the caller's words, what is checked.
+        say, in the caller's words, what is checked. `exact=False` lets the table have more
+        rows than the vocabulary (a model built in Python from a preset's sizes, which its
+        training fits to the vocabulary it is given) and refuses only ids with no row.
 
         The rule is the same for every family: in the checkpoints Hugging Face and Google
         ship (BERT's and DistilBERT's WordPiece vocab.txt, RoBERTa's vocab.json, ALBERT's
@@ -232,7 +234,7 @@ trained with
                 f"tokens but {model}'s word embeddings have only {rows:,} rows (vocab_size): "
                 f"its ids past {rows - 1:,} have none; use the vocabulary the model was "
                 "trained with")
-        spare_rows = self.family == "deberta" and rows - vocabulary_size < 128
+        spare_rows = not exact or (self.family == "deberta" and rows - vocabulary_size < 128)
         if not spare_rows and rows not in (-(-vocabulary_size // multiple) * multiple
                                            for multiple in (1, 8, 16, 32, 64, 128)):
             raise VocabularyMismatchError(

@@ -11,6 +11,7 @@ from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.models.text_inputs import (
     arguments_by_name,
     as_arrays,
+    check_preprocessor,
     check_text_form,
     eagerly_preprocessed,
     is_text_data,
@@ -151,9 +152,7 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
     def preprocessor(self, preprocessor):
         if isinstance(preprocessor, dict):  # serialized, as `get_config` writes it
             preprocessor = keras.saving.deserialize_keras_object(preprocessor)
-        if preprocessor is not None and not callable(preprocessor):
-            raise TypeError(f"preprocessor must be a layer or callable that maps text to the "
-                            f"model's inputs, or None; got {type(preprocessor).__name__}")
+        check_preprocessor(self.encoder, preprocessor)
         self._preprocessor = preprocessor
         # Read once here: `predict` preprocesses batch by batch.
         self._preprocessor_takes_static_shape = takes_argument(preprocessor, "static_shape")

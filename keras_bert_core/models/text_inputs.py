@@ -30,6 +30,24 @@ def arguments_by_name(method, model, args, kwargs):
     return arguments
 
 
+def check_preprocessor(encoder, preprocessor):
+    """Raises one clear error unless `preprocessor` is None or a callable, or where it (a
+    `BertPreprocessor`) gives ids past the end of the encoder's word embeddings or sequences
+    longer than its position table: the model would fail at the first such text, deep inside
+    TensorFlow (on a GPU, read zeros silently). `BertConfig.check_fits` with `exact=False`."""
+    if preprocessor is not None and not callable(preprocessor):
+        raise TypeError(f"preprocessor must be a layer or callable that maps text to the "
+                        f"model's inputs, or None; got {type(preprocessor).__name__}")
+    tokenizer, seq_length = (getattr(preprocessor, name, None)
+                             for name in ("tokenizer", "seq_length"))
+    # A tokenizer Keras loads from a .keras file has its vocabulary once the assets load.
+    if getattr(tokenizer, "has_vocabulary", False) and isinstance(seq_length, int):
+        encoder.config.check_fits(
+            tokenizer.vocabulary_size(), seq_length, exact=False,
+            vocabulary="the preprocessor's vocabulary",
+            seq_length_name="the preprocessor's seq_length")
+
+
 def check_inputs(x, call):
     """Raises one clear error where `x`, the inputs of `call` (`"predict"`...), is None, an
     empty batch, texts with a None (or another non-string) among them, or a dict of texts

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import keras_bert_core as kbc
 from keras_bert_core import keras_internals
+from keras_bert_core.errors import VocabularyMismatchError
 from tests.helpers import global_dtype_policy
 from tests.models import raw_text_mirrored
 
@@ -171,6 +172,26 @@ def test_text_without_a_preprocessor_is_one_clear_error():
             call()
     model.preprocessor = make_preprocessor()  # attached later
     assert model.predict("a text", verbose=0).shape == (1, 2)
+
+
+def test_a_preprocessor_the_encoder_cannot_read_is_refused_where_they_meet():
+    """Ids with no row in the word embeddings, or sequences past the position table, failed
+    only at the first such text, deep inside TensorFlow's gather."""
+    pre = make_preprocessor()
+    narrow = kbc.BertEncoder(kbc.BertConfig.preset("tiny", vocab_size=10,
+                                                   max_position_embeddings=32))
+    with pytest.raises(VocabularyMismatchError, match=r"the preprocessor's vocabulary "
+                       r"has 18 tokens but the model's word embeddings have only 10 rows"):
+        kbc.BertClassifier(narrow, 2, preprocessor=pre)
+    short = kbc.BertPreprocessor(WORDPIECE, seq_length=64)
+    model = kbc.BertClassifier(make_encoder(pre), 2)
+    with pytest.raises(ValueError, match="^the preprocessor's seq_length 64 exceeds the "
+                                         "model's max_position_embeddings 32$"):
+        model.preprocessor = short
+    assert model.preprocessor is None
+    # A table with more rows than the vocabulary (a preset's sizes) reads every id.
+    wide = kbc.BertEncoder(kbc.BertConfig.preset("tiny", max_position_embeddings=32))
+    assert kbc.BertClassifier(wide, 2, preprocessor=pre).predict(TEXTS, verbose=0).shape == (5, 2)
 
 
 def test_bad_text_input_names_the_problem():
