@@ -52,7 +52,9 @@ def detect_format(path):
         return "sentence_transformers"
     prefix = tf_checkpoint_prefix(path)
     if prefix is None:
-        raise CheckpointError(f"{path}: no BERT checkpoint found; looked for {_LOOKED_FOR}")
+        missing = "" if os.path.exists(path) else f"; there is no file or folder at {path}"
+        raise CheckpointError(f"{path}: no BERT checkpoint found; looked for {_LOOKED_FOR}"
+                              f"{missing}")
     reader = TFCheckpointReader(prefix)
     if google_research.matches(reader):
         return "google_research"

@@ -98,6 +98,8 @@ def test_a_path_that_matches_nothing_says_what_was_looked_for(tmp_path, make):
     for looked_for in (".keras", "model.safetensors", "bert_model.ckpt", "model.weights.h5",
                        "Model Garden"):
         assert looked_for in message
+    # A mistyped path says so (it read as a file or folder of an unknown format).
+    assert message.endswith(f"; there is no file or folder at {path}") == (make == "missing")
 
 
 def test_foreign_name_based_checkpoint(tmp_path):
