@@ -12,6 +12,7 @@ from keras_bert_core.models.text_inputs import (
     arguments_by_name,
     as_arrays,
     check_preprocessor,
+    check_targets,
     check_text_form,
     eagerly_preprocessed,
     is_text_data,
@@ -153,8 +154,7 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
         if isinstance(preprocessor, dict):  # serialized, as `get_config` writes it
             preprocessor = keras.saving.deserialize_keras_object(preprocessor)
         check_preprocessor(self.encoder, preprocessor)
-        self._preprocessor = preprocessor
-        # Read once here: `predict` preprocesses batch by batch.
+        self._preprocessor = preprocessor  # what it takes is read once: `predict` reads often
         self._preprocessor_takes_static_shape = takes_argument(preprocessor, "static_shape")
 
     def preprocess_text(self, text, static_shape=None):
@@ -251,6 +251,7 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
             dataset = x
         else:
             x, y, sample_weight = (as_arrays(x), as_arrays(y), as_arrays(sample_weight))
+            check_targets(self, y, given=True)
             data = tuple(part for part in (x, y, sample_weight) if part is not None)
             counts = {len(leaf) for leaf in tf.nest.flatten(data)}
             if len(counts) > 1:
@@ -374,6 +375,7 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
         return y, sample_weight
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        check_targets(self, y)
         y, sample_weight = self._prepare_targets(x, y, y_pred, sample_weight)
         return super().compute_loss(x, y, y_pred, sample_weight, training=training)
 
@@ -382,11 +384,8 @@ class TaskModel(BuildsOptimizerFirst, keras.Model):
         return super().compute_metrics(x, y, y_pred, sample_weight)
 
     def get_config(self):
-        config = {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
-        }
+        config = {"encoder": keras.saving.serialize_keras_object(self.encoder),
+                  "name": self.name, "trainable": self.trainable}
         if self.preprocessor is not None:  # models without one keep the config they had
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         if self.task_settings is not None:  # so do models without settings

@@ -48,6 +48,21 @@ def check_preprocessor(encoder, preprocessor):
             seq_length_name="the preprocessor's seq_length")
 
 
+def check_targets(model, y, given=False):
+    """Raises one clear error where `model`'s loss gets no targets, or `fit` or `evaluate`
+    was `given` text as its targets `y`: both failed deep inside Keras's loss ("None values
+    not supported"), the text read as the second texts of pairs without targets."""
+    if given and y is not None and is_text(y):
+        raise ValueError(f"{type(model).__name__} {model.name!r} got text as its targets "
+                         "(y): targets are numbers (class ids 0 to num_classes - 1 for a "
+                         "classifier); map label names to their ids first")
+    if y is None and not given and model.loss is not None:
+        raise ValueError(f"{type(model).__name__} {model.name!r} got no targets (y) for its "
+                         "loss: pass them with the texts, fit(texts, labels) or a dataset of "
+                         "(texts, labels) (a dataset of two string tensors is read as pairs "
+                         "of texts without targets: labels are numbers, not names)")
+
+
 def check_inputs(x, call):
     """Raises one clear error where `x`, the inputs of `call` (`"predict"`...), is None, an
     empty batch, texts with a None (or another non-string) among them, or a dict of texts

@@ -274,6 +274,25 @@ def test_none_and_empty_batches_are_one_clear_error():
         model.evaluate([], [], verbose=0)
 
 
+def test_missing_or_text_targets_are_one_clear_error():
+    """Label names as targets, or no targets, failed inside Keras's loss with "None values
+    not supported" (string labels were read as the second texts of pairs)."""
+    model, _, _ = classifier(make_preprocessor())
+    names = ["pos", "neg", "pos", "neg", "pos"]
+    with pytest.raises(ValueError, match=r"^BertClassifier '\w+' got text as its targets \(y\): "
+                                         r"targets are numbers"):
+        model.fit(TEXTS, names, verbose=0)
+    with pytest.raises(ValueError, match="got text as its targets"):
+        model.evaluate(TEXTS, names, verbose=0)
+    no_targets = r"^BertClassifier '\w+' got no targets \(y\) for its loss: pass them"
+    for data in (tf.data.Dataset.from_tensor_slices(TEXTS).batch(2),
+                 tf.data.Dataset.from_tensor_slices((TEXTS, names)).batch(2)):
+        with pytest.raises(ValueError, match=no_targets):
+            model.fit(data, verbose=0)
+    with pytest.raises(ValueError, match=no_targets):
+        model.fit(TEXTS, verbose=0)
+
+
 def test_mixed_precision_model_takes_text():
     with global_dtype_policy("mixed_float16"):
         model, text, _ = classifier(make_preprocessor())
