@@ -4,6 +4,7 @@ import os
 import tempfile
 import warnings
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -12,6 +13,7 @@ from keras_bert_core.export.limits import MAX_TEXT_BYTES, check_limits
 from keras_bert_core.export.op_allowlists import tflite_op_types, unsupported_tflite_ops
 from keras_bert_core.export.saved_model import serving_module
 from keras_bert_core.files import replaced_when_complete
+from keras_bert_core.models.encoder import BertEncoder
 from keras_bert_core.tasks.serving_dispatch import serving_task
 from keras_bert_core.text.vocabulary.files import BYTE_PAIR
 
@@ -52,6 +54,10 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     need fixed shapes (GPU, NNAPI). With `inputs="ids"` the signature `predict_ids` takes
     int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, width]` (`[batch,
     seq_length]` with `static_shape=True`).
+
+    A model trained in mixed precision (`"mixed_float16"`, `"mixed_bfloat16"`) is converted
+    from a float32 copy with its weights: TFLite's kernels compute in float32
+    (`quantize="float16"` is the way to halve the file).
 
     An embedder (`BertEmbedder`) answers `embedding`, its vectors for the texts as given:
     a prompt is put before each text by the app (a model with a default prompt is
@@ -152,6 +158,7 @@ def export_tflite(model, preprocessor, path, quantize=None, *, inputs="text", pa
     if inputs not in INPUT_KINDS:
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
     check_limits(None, max_text_bytes)
+    model = _float32_model(model)
     task = serving_task(model, preprocessor, pairs, label_names, max_answer_length,
                         null_score_threshold)
     if preprocessor.tokenizer_kind == BYTE_PAIR and inputs == "text":
@@ -268,6 +275,31 @@ def _ids_rows(task, preprocessor, rows, static_shape):
                                   static_shape, with_offsets=False)
         ids_rows.append({name: value.numpy() for name, value in features.items()})
     return ids_rows
+
+
+def _float32_model(model):
+    """`model`, or a float32 copy of a task model or encoder whose layers compute in float16
+    or bfloat16: the converter would keep those ops as TensorFlow ops, which no TFLite
+    interpreter runs."""
+    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
+    # The layers' policy: a reloaded BertEncoder reports "float32" for itself whatever it is.
+    if not isinstance(encoder, BertEncoder) or \
+            encoder.embeddings.dtype_policy.compute_dtype == "float32":
+        return model
+    config = model.get_config()
+    if model is encoder:
+        config["dtype"] = "float32"
+    else:
+        config["encoder"] = {**config["encoder"],
+                             "config": {**config["encoder"]["config"], "dtype": "float32"}}
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        copy = type(model).from_config(config)
+    finally:
+        keras.config.set_dtype_policy(policy)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def _convert(module, concrete, signature, quantize, calibration=None):

@@ -254,3 +254,24 @@ def test_texts_are_cut_as_the_saved_model_cuts_them(runner, char_vocab_file, tmp
     # The cut changed every text's ids: the whole texts give other outputs.
     whole = model(preprocessor(texts)).numpy()
     assert (np.abs(outputs - whole).max(-1) > 1e-4).all()
+
+
+def test_a_mixed_precision_model_converts_from_a_float32_copy(runner, char_vocab_file,
+                                                              tmp_path):
+    """A model trained under "mixed_float16" (`kbc finetune --mixed-precision float16`) kept
+    its float16 ops in the converted graph, and the export failed naming MatMul, AddV2...
+    as ops TFLite lacks."""
+    import keras_bert_core as kbc
+    from tests.helpers import global_dtype_policy
+
+    preprocessor = BertPreprocessor(str(char_vocab_file), seq_length=16)
+    with global_dtype_policy("mixed_float16"):
+        model = kbc.BertClassifier(kbc.BertEncoder(kbc.BertConfig.preset(
+            "tiny", vocab_size=len(preprocessor.vocabulary), max_position_embeddings=16,
+            num_layers=1)), num_classes=2, preprocessor=preprocessor)
+    texts = ["a good film", "a bad film!"]
+    path = export_tflite(model, preprocessor, tmp_path / "mixed.tflite")
+    probabilities = runner.run(runner.load(str(path)), {"text": texts})["probabilities"]
+    np.testing.assert_allclose(probabilities, keras.ops.softmax(model.predict(
+        texts, verbose=0)), atol=2e-3)
+    assert model.encoder.embeddings.compute_dtype == "float16"  # the model is left as it was
