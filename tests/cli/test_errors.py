@@ -182,3 +182,13 @@ def test_unknown_distribution_strategy_is_refused_by_the_parser(kbc, tmp_path, c
     assert exit_info.value.code == 2
     assert "invalid choice: 'bogus'" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("option, message", [
+    (("--seq-length", 32), "max_seq_length (32) must exceed max_query_length (64) + 3"),
+    (("--doc-stride", 0), "doc_stride must be positive, got 0")])
+def test_squad_lengths_that_leave_no_room_are_one_line(kbc, tmp_path, option, message):
+    # A traceback from the features before.
+    result = kbc("finetune", "--task", "squad", "--train", DATA / "squad_v1.json", "--vocab",
+                 VOCAB, "--batch-size", 2, *option, "--run-dir", tmp_path / "run")
+    assert_user_error(result, message)

@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_core.errors import ConfigError
 from keras_bert_core.text.preprocessor import packing_of
 
 
@@ -116,10 +117,10 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
     (6, 6)
     """
     if max_query_length + 3 >= max_seq_length:
-        raise ValueError(f"max_seq_length ({max_seq_length}) must exceed max_query_length "
+        raise ConfigError(f"max_seq_length ({max_seq_length}) must exceed max_query_length "
                          f"({max_query_length}) + 3 to leave room for the context")
     if doc_stride <= 0:
-        raise ValueError(f"doc_stride must be positive, got {doc_stride}")
+        raise ConfigError(f"doc_stride must be positive, got {doc_stride}")
     if not examples:
         raise ValueError("squad_features needs at least one example")
     cls_id, sep_id, pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
