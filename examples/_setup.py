@@ -6,6 +6,13 @@ import keras_bert_core as kbc
 from keras_bert_core.text import load_vocabulary
 
 
+def learning_rate(checkpoint):
+    """The fine-tuning learning rate for an encoder from `checkpoint`: pretrained weights take
+    BERT's small steps (at the tiny encoder's rate a pretrained MiniLM stayed at chance on
+    finetune_classifier.py's pairs); a random tiny encoder (None) learns faster at 1e-3."""
+    return 1e-4 if checkpoint else 1e-3
+
+
 def encoder_and_vocab(checkpoint, vocab):
     """`(encoder, vocab path)`: the checkpoint's encoder and the vocab.txt beside it, or,
     without a checkpoint, a random `tiny` encoder sized for `vocab`."""

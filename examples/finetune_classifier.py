@@ -17,6 +17,8 @@ import os
 import random
 import tempfile
 
+from _setup import learning_rate  # examples/_setup.py
+
 import keras_bert_core as kbc
 from keras_bert_core.models.classifier import BertClassifier
 from keras_bert_core.optimizers import create_optimizer
@@ -53,11 +55,11 @@ def write_toy_tasks(folder, rows, seed=0):
                              f"was {rng.choice(GOOD)}.", int(same)])
 
 
-def train_and_evaluate(path, encoder, preprocessor, pair_column, epochs, batch_size=16):
+def train_and_evaluate(path, encoder, preprocessor, pair_column, epochs, rate, batch_size=16):
     train = load_text_classification(path, pair_column=pair_column)
     model = BertClassifier(encoder, num_classes=len(train.label_names))
     steps = epochs * (len(train) // batch_size)
-    model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
+    model.compile(optimizer=create_optimizer(rate, steps, steps // 10))
     model.fit(classification_dataset(train, preprocessor, batch_size, training=True, seed=1),
               epochs=epochs, verbose=2)
     # In-sample here for brevity; score a held-out file the same way.
@@ -88,7 +90,8 @@ def main():
 
     # Single texts: one segment per row.
     model, labels, accuracy = train_and_evaluate(
-        os.path.join(folder, "sentiment.csv"), encoder, preprocessor, None, epochs)
+        os.path.join(folder, "sentiment.csv"), encoder, preprocessor, None, epochs,
+        learning_rate(args.checkpoint))
     print(f"sentiment accuracy {accuracy:.2f}")
     logits = model.predict(preprocessor(["The music was superb.", "The plot was dull."]),
                            verbose=0)
@@ -98,7 +101,8 @@ def main():
     # Pairs: the preprocessor packs (a, b) as [CLS] a [SEP] b [SEP], segment ids 0 then 1.
     # (The same encoder object continues from the sentiment fine-tuning here.)
     model, labels, accuracy = train_and_evaluate(
-        os.path.join(folder, "paraphrase.csv"), encoder, preprocessor, "text_b", epochs)
+        os.path.join(folder, "paraphrase.csv"), encoder, preprocessor, "text_b", epochs,
+        learning_rate(args.checkpoint))
     print(f"paraphrase accuracy {accuracy:.2f}")
     logits = model.predict(preprocessor((["I liked the cast."], ["The cast was lovely."])),
                            verbose=0)

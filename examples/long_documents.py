@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
-from _setup import encoder_and_vocab  # examples/_setup.py
+from _setup import encoder_and_vocab, learning_rate  # examples/_setup.py
 
 import keras_bert_core as kbc
 
@@ -60,7 +60,7 @@ def main():
                                             stride=args.seq_length // 2, max_windows=16)
     model = kbc.BertClassifier(encoder, num_classes=2, window_aggregation=args.aggregation,
                                preprocessor=preprocessor)
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-3))
+    model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate(args.checkpoint)))
     texts, labels = documents(64, seed=0)
     model.fit(texts, labels, batch_size=8, epochs=1 if args.smoke else args.epochs, verbose=2)
 

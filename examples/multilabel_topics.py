@@ -23,6 +23,7 @@ import random
 import tempfile
 
 import tensorflow as tf
+from _setup import learning_rate  # examples/_setup.py
 
 import keras_bert_core as kbc
 from keras_bert_core.optimizers import create_optimizer
@@ -77,7 +78,7 @@ def main():
     model = task.build_model(encoder, preprocessor)
     dataset, count = task.dataset(train, preprocessor, batch_size=16, training=True, seed=1)
     steps = epochs * (count // 16)
-    model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
+    model.compile(optimizer=create_optimizer(learning_rate(args.checkpoint), steps, steps // 10))
     model.fit(dataset, epochs=epochs, verbose=2)
 
     task.tune(model, dev)  # each label's threshold: the one with the best F1 on dev

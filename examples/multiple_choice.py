@@ -13,7 +13,7 @@ import argparse
 import pathlib
 
 import numpy as np
-from _setup import encoder_and_vocab  # examples/_setup.py
+from _setup import encoder_and_vocab, learning_rate  # examples/_setup.py
 
 from keras_bert_core.models.multiple_choice import BertMultipleChoice
 from keras_bert_core.optimizers import create_optimizer
@@ -41,7 +41,7 @@ def main():
     train = load_multiple_choice(args.train, context_column="context")
     model = BertMultipleChoice(encoder, num_choices=train.num_choices)
     steps = epochs * (len(train) // batch_size)
-    model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
+    model.compile(optimizer=create_optimizer(learning_rate(args.checkpoint), steps, steps // 10))
     model.fit(multiple_choice_dataset(train, preprocessor, batch_size, training=True, seed=1),
               epochs=epochs, verbose=2)
 

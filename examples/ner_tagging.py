@@ -14,7 +14,7 @@ defaults use the tiny file in tests/; pass your own `--train`, `--dev` and `--ch
 import argparse
 import pathlib
 
-from _setup import encoder_and_vocab  # examples/_setup.py
+from _setup import encoder_and_vocab, learning_rate  # examples/_setup.py
 
 from keras_bert_core.models.token_classifier import BertTokenClassifier
 from keras_bert_core.optimizers import create_optimizer
@@ -52,7 +52,7 @@ def main():
 
     model = BertTokenClassifier(encoder, num_classes=len(train.tag_names))
     steps = epochs * (len(train_features) // batch_size)
-    model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
+    model.compile(optimizer=create_optimizer(learning_rate(args.checkpoint), steps, steps // 10))
     model.fit(train_features.dataset(batch_size, training=True, seed=1), epochs=epochs,
               verbose=2)
 

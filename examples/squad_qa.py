@@ -15,7 +15,7 @@ tests/ so that the script runs anywhere; pass your own `--train`, `--dev` and
 import argparse
 import pathlib
 
-from _setup import encoder_and_vocab  # examples/_setup.py
+from _setup import encoder_and_vocab, learning_rate  # examples/_setup.py
 
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.optimizers import create_optimizer
@@ -53,7 +53,7 @@ def main():
 
     model = BertSpanLabeler(encoder)
     steps = epochs * (len(train_features) // batch_size)
-    model.compile(optimizer=create_optimizer(1e-3, steps, steps // 10))
+    model.compile(optimizer=create_optimizer(learning_rate(args.checkpoint), steps, steps // 10))
     model.fit(train_features.dataset(batch_size, training=True, seed=1), epochs=epochs,
               verbose=2)
 

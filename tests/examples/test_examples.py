@@ -61,3 +61,17 @@ def test_example_runs(script, tmp_path, monkeypatch, capsys):
     output = (run_in_a_new_process(argv, tmp_path) if script in NEW_PROCESS
               else run_here(argv, tmp_path, monkeypatch, capsys))
     assert expected in output
+
+
+def test_pretrained_weights_fine_tune_at_a_small_rate(monkeypatch):
+    """With `--checkpoint` (as their docstrings show) the scripts trained a pretrained encoder
+    at the random tiny encoder's 1e-3: a pretrained MiniLM stayed at chance on
+    finetune_classifier.py's pairs (0.52, the pair answered wrong; 1.00 at 1e-4)."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import _setup
+
+    assert _setup.learning_rate(None) == 1e-3 and _setup.learning_rate("minilm/") == 1e-4
+    takes_checkpoint = [p for p in EXAMPLES.glob("*.py") if '"--checkpoint"' in p.read_text()]
+    assert len(takes_checkpoint) >= 6
+    for script in takes_checkpoint:
+        assert "learning_rate(args.checkpoint)" in script.read_text(), script.name
