@@ -85,6 +85,8 @@ _EXPORTS = {
     "CheckpointError": "keras_bert_core.errors",
     "CheckpointMismatchError": "keras_bert_core.errors",
     "TrainingError": "keras_bert_core.errors",
+    "VocabularyMismatchError": "keras_bert_core.errors",
+    "MissingDependencyError": "keras_bert_core.errors",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]

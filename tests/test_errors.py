@@ -13,6 +13,9 @@ def test_each_home_and_the_top_level_name_the_classes_of_errors():
         "CheckpointError": (checkpoints, kbc),
         "CheckpointMismatchError": (checkpoints, kbc),
         "TrainingError": (training, kbc),
+        # What task models (a preprocessor that does not fit) and extras raise in Python.
+        "VocabularyMismatchError": (kbc,),
+        "MissingDependencyError": (kbc,),
         "UserError": (cli,),
     }
     for name, modules in homes.items():
