@@ -3,6 +3,7 @@ text, whether it is the text the model reads (one clear error where it is not), 
 as arrays."""
 
 import inspect
+import numbers
 
 import numpy as np
 import tensorflow as tf
@@ -65,8 +66,9 @@ def check_targets(model, y, given=False):
 
 def check_inputs(x, call):
     """Raises one clear error where `x`, the inputs of `call` (`"predict"`...), is None, an
-    empty batch, texts with a None (or another non-string) among them, or a dict of texts
-    (a dict holds the model's int32 inputs); other inputs pass as they are.
+    empty batch, texts with a None (or another non-string) among them, a list of numbers,
+    or a dict of texts (a dict holds the model's int32 inputs); other inputs pass as they
+    are.
 
     Example:
     >>> check_inputs(["a text", None], "predict")
@@ -93,6 +95,12 @@ def check_inputs(x, call):
                     f"a {type(leaf).__name__}"
                 raise TypeError(f"{call} got {what} at x{where}, where a text (a string) "
                                 "goes")
+    if isinstance(x, (list, tuple)) and all(isinstance(leaf, numbers.Number)
+                                            for _, leaf in leaves):
+        # Keras's own error names no input these models take.
+        raise TypeError(f"{call} got a {type(x).__name__} of numbers; a model takes texts (a "
+                        "list of strings; it needs a preprocessor) or the dict of int32 "
+                        "token_ids, segment_ids, padding_mask")
 
 
 def _leaves(x, where):

@@ -170,6 +170,8 @@ def test_text_without_a_preprocessor_is_one_clear_error():
                  lambda: model.evaluate((["a"], ["b"]), [1])):
         with pytest.raises(ValueError, match="was given text but has no preprocessor"):
             call()
+    with pytest.raises(TypeError, match="predict got a list of numbers; a model takes texts"):
+        model.predict([[2, 11, 3]])  # ids as lists: Keras's "Unrecognized data type" before
     model.preprocessor = make_preprocessor()  # attached later
     assert model.predict("a text", verbose=0).shape == (1, 2)
 
@@ -259,6 +261,8 @@ def test_none_and_empty_batches_are_one_clear_error():
         ((TEXTS, [*QUESTIONS[:4], None]), TypeError, "predict got None at x[1][4], where"),
         (np.array(["fox", None], object), TypeError, "predict got None at x[1], where"),
         (["a dog", 3], TypeError, "predict got 3 at x[1], where"),
+        ([[2, 11, 16, 3]], TypeError, "predict got a list of numbers; a model takes texts"),
+        ((1, 2), TypeError, "predict got a tuple of numbers; a model takes texts"),
         ({"text": TEXTS}, ValueError, "predict got a dict of texts (keys ['text']); a dict "
                                       "holds the model's int32 token_ids"),
         (tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string)).batch(2), ValueError,
