@@ -369,6 +369,14 @@ def _tokenizer(vocabulary, merges, lower_case, tflite_compatible, max_text_bytes
 
 
 def _as_tensor(strings):
-    if isinstance(strings, (tf.Tensor, keras.KerasTensor)):
+    if isinstance(strings, keras.KerasTensor) or (
+            isinstance(strings, tf.Tensor) and strings.dtype == tf.string):
         return strings
-    return tf.convert_to_tensor(strings, tf.string)
+    try:
+        return tf.convert_to_tensor(strings, tf.string)
+    except (TypeError, ValueError) as e:  # TensorFlow's words name no input that works
+        got = f"a {strings.dtype.name} tensor" if isinstance(strings, tf.Tensor) else \
+            f"{type(strings).__name__} {str(strings)[:80]}"
+        raise TypeError(f"the preprocessor takes texts (a string, a list or array of "
+                        f"strings, a string tensor; a tuple of two for pairs), got {got} "
+                        f"({str(e).splitlines()[0][:120]})") from None

@@ -4,6 +4,7 @@ vocabulary, input forms, shapes, Keras use."""
 
 import json
 import pathlib
+import re
 import shutil
 import unicodedata
 
@@ -80,6 +81,18 @@ def test_input_forms():
     assert pairs["token_ids"] == [[2, 8, 3, 5, 3, 0, 0, 0], [2, 5, 3, 9, 3, 0, 0, 0]]
     empty = preprocessor(tf.constant([], tf.string))
     assert empty["token_ids"].shape == (0, 8)
+
+
+@pytest.mark.parametrize("inputs, got", [
+    ([101, 2023], "got list [101, 2023]"), (None, "got NoneType None"),
+    (tf.constant([1.0]), "got a float32 tensor"), ([["a"], ["b", "c"]], "got list"),
+    ((["fox"], [3]), "got list [3]")])
+def test_what_is_not_text_is_one_clear_error(inputs, got):
+    """TensorFlow's conversion errors ("Cannot convert [101, 2023] to EagerTensor of dtype
+    string") said nothing of what a preprocessor takes."""
+    with pytest.raises(TypeError, match=rf"^the preprocessor takes texts \(a string, a list "
+                                        rf"or array of strings, .*\), {re.escape(got)}"):
+        BertPreprocessor(TINY_VOCAB, seq_length=8)(inputs)
 
 
 def test_static_and_dynamic_shapes():
