@@ -59,6 +59,10 @@ def read_records(path, file_format=None):
                         path=path) from None
 
 
+# What a pretty-printed file or a JSON array (valid JSON, read line by line) is told.
+_JSON_LINES = "(the file is read as JSON lines: one object per line)"
+
+
 def _read_jsonl(path):
     with open(path, encoding="utf-8") as f:
         for line_number, line in enumerate(f, start=1):
@@ -67,11 +71,11 @@ def _read_jsonl(path):
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise DataError(f"malformed JSON at character {error.colno}: {error.msg}",
-                                path=path, line=line_number) from None
+                raise DataError(f"malformed JSON at character {error.colno}: {error.msg} "
+                                f"{_JSON_LINES}", path=path, line=line_number) from None
             if not isinstance(record, dict):
-                raise DataError(f"expected a JSON object, got {type(record).__name__}",
-                                path=path, line=line_number)
+                raise DataError(f"expected a JSON object, got {type(record).__name__} "
+                                f"{_JSON_LINES}", path=path, line=line_number)
             yield line_number, record
 
 
