@@ -269,7 +269,9 @@ class SpanLabelingHead(keras.layers.Layer):
 
     def call(self, sequence_output, padding_mask):
         logits = ops.cast(self.dense(sequence_output), "float32")
-        logits = ops.where(ops.expand_dims(padding_mask > 0, 2), logits, MASK_PENALTY)
+        # Added, not selected: a select shares one int8 scale between the logits and the
+        # penalty (quantize="int8" then rounds every logit to 0); an add keeps the logits'.
+        logits = logits + ops.where(ops.expand_dims(padding_mask > 0, 2), 0.0, MASK_PENALTY)
         return {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
 
     def get_config(self):

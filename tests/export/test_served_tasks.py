@@ -169,3 +169,30 @@ def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, prepro
         words = [raw[b:e] for b, e in zip(on_device["word_begin"][row],
                                          on_device["word_end"][row], strict=True) if e > b]
         assert words == [w for w in served["words"][row] if w]
+
+
+@pytest.mark.slow
+def test_int8_span_labeler_keeps_its_logits(task_models, task_signatures, preprocessor,
+                                            tmp_path):
+    # The padding's penalty (-1e9) once shared the logits' int8 scale, which rounded
+    # every logit to 0: every answer was the first context token, whatever the model.
+    if importlib.util.find_spec("ai_edge_litert") is None:
+        pytest.skip("ai-edge-litert is not installed (pip install ai-edge-litert)")
+    spec = importlib.util.spec_from_file_location("run_tflite", ROOT / "export" / "run_tflite.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    calibration = [{"question": q, "context": c} for q in QUESTIONS for c in CONTEXTS[:2]]
+    qa = runner.load(export_tflite(task_models["qa"], preprocessor, tmp_path / "qa.tflite",
+                                   quantize="int8", calibration_texts=calibration))
+    questions, contexts = QUESTIONS[:2], CONTEXTS[:2]
+    on_device = runner.run(qa, {"question": questions, "context": contexts})
+    served = _run(task_signatures["qa"]["serving_default"], question=questions,
+                  context=contexts)
+    real = served["start_logits"] > -1e8
+    for name in ("start_logits", "end_logits"):
+        expected = served[name][real]
+        scale = np.abs(expected).max()
+        assert scale > 0
+        # int8 rounds each logit by a few hundredths of their range (calibration varies).
+        np.testing.assert_allclose(on_device[name][:, :real.shape[1]][real], expected,
+                                   atol=0.25 * scale, err_msg=name)
