@@ -55,3 +55,50 @@ def limit_batch(inputs, max_batch_size):
                 "export); split it into smaller requests")
     with tf.control_dependencies([check]):  # before any work on the rows
         return {name: tf.identity(value) for name, value in inputs.items()}
+
+
+def check_request_shapes(inputs):
+    """`inputs` (a dict of tensors, batch first), which fail with InvalidArgument naming the
+    inputs unless they all hold the same number of rows, inputs of one rank have one shape
+    (`predict_ids`' three), and each has the sizes its signature fixes (`choices` `[batch,
+    num_choices]`); the messages name the inputs unquoted (TensorFlow escapes quotes in
+    them). The signature's shapes are not checked by TF Serving; without this a
+    row of one input would be paired with every row of another, or fail deep in the graph.
+
+    Example:
+    >>> try:
+    ...     check_request_shapes({"text_a": tf.constant(["a", "b"]), "text_b": tf.constant(["c"])})
+    ... except tf.errors.InvalidArgumentError as e:
+    ...     print(e.message.splitlines()[0])
+    inputs text_a and text_b must hold the same number of rows (one example a row)
+    """
+    names = sorted(inputs)
+    checks = []
+    for name in names:
+        value, shape = inputs[name], tf.shape(inputs[name])
+        if any(size is not None for size in value.shape[1:]):
+            # Compared by the number of values: a check of `shape[i]` against the size the
+            # signature fixes would be folded away by Grappler, which takes the size as known.
+            expected = shape[0]
+            for axis, size in enumerate(value.shape[1:], start=1):
+                expected *= shape[axis] if size is None else size
+            wanted = ", ".join(str(size or "?") for size in value.shape[1:])
+            checks.append(tf.debugging.assert_equal(
+                tf.size(value), expected,
+                message=f"input {name} must have shape [batch, {wanted}]"))
+        same_rank = next(other for other in names if inputs[other].shape.rank == value.shape.rank)
+        if same_rank != name:
+            checks.append(tf.debugging.assert_equal(
+                shape, tf.shape(inputs[same_rank]),
+                message=f"inputs {same_rank} and {name} must hold the same number of rows "
+                        "(one example a row)" if value.shape.rank == 1 else
+                        f"inputs {same_rank} and {name} must have the same shape"))
+        elif name != names[0]:
+            checks.append(tf.debugging.assert_equal(
+                shape[0], tf.shape(inputs[names[0]])[0],
+                message=f"inputs {names[0]} and {name} must hold the same number of rows "
+                        "(one example a row)"))
+    if not checks:
+        return inputs
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in inputs.items()}

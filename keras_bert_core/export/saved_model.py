@@ -12,6 +12,7 @@ from keras_bert_core.export.limits import (
     MAX_BATCH_SIZE,
     MAX_TEXT_BYTES,
     check_limits,
+    check_request_shapes,
     limit_batch,
 )
 from keras_bert_core.export.op_allowlists import graph_op_types, unsupported_tf_serving_ops
@@ -62,11 +63,11 @@ def serving_module(model, preprocessor, task, signatures=SIGNATURES, static_shap
         return features, task.outputs(model_outputs, features)
 
     def limited(texts):
-        texts = limit_batch(texts, max_batch_size)
+        texts = limit_batch(check_request_shapes(texts), max_batch_size)
         return {name: cut_texts(value, max_text_bytes) for name, value in texts.items()}
 
     def predict_ids(features):
-        return answer(limit_batch(features, max_batch_size))[1]
+        return answer(limit_batch(check_request_shapes(features), max_batch_size))[1]
 
     def encode(texts):
         return task.encode(preprocessor, texts, static_shape)

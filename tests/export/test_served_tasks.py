@@ -196,3 +196,30 @@ def test_int8_span_labeler_keeps_its_logits(task_models, task_signatures, prepro
         # int8 rounds each logit by a few hundredths of their range (calibration varies).
         np.testing.assert_allclose(on_device[name][:, :real.shape[1]][real], expected,
                                    atol=0.25 * scale, err_msg=name)
+
+
+def test_inputs_that_disagree_in_rows_or_width_are_refused(task_signatures):
+    # TF Serving does not check a request against the signature's shapes: a columnar
+    # request with one text_b for three text_a was answered with that text_b paired with
+    # each; two choices for a model of three failed deep in the packer.
+    refused = [
+        ("pairs", "serving_default", {"text_a": ["a", "b", "c"], "text_b": ["x"]},
+         "inputs text_a and text_b must hold the same number of rows"),
+        ("pairs", "tokenize", {"text_a": ["a"], "text_b": ["x", "y"]},
+         "inputs text_a and text_b must hold the same number of rows"),
+        ("qa", "serving_default", {"question": ["who?", "what?"], "context": ["Ada."]},
+         "inputs context and question must hold the same number of rows"),
+        ("choice", "serving_default", {"text": ["a"], "choices": [["x"] * (NUM_CHOICES - 1)]},
+         f"input choices must have shape [batch, {NUM_CHOICES}]"),
+        ("choice", "serving_default", {"text": ["a", "b"], "choices": [["x"] * NUM_CHOICES]},
+         "inputs choices and text must hold the same number of rows"),
+        ("classifier", "predict_ids", {"token_ids": [[101, 102]], "segment_ids": [[0, 0]],
+                                       "padding_mask": [[1, 1, 0]]},
+         "inputs padding_mask and segment_ids must have the same shape"),
+        ("choice", "predict_ids", {name: np.zeros([1, NUM_CHOICES - 1, 4], np.int32)
+                                   for name in ("token_ids", "segment_ids", "padding_mask")},
+         f"input padding_mask must have shape [batch, {NUM_CHOICES}, ?]"),
+    ]
+    for model, signature, inputs, message in refused:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(message)):
+            _run(task_signatures[model][signature], **inputs)
