@@ -54,6 +54,10 @@ def run(interpreter, inputs, signature=None):
             raise ValueError(f"signature {signature!r} needs input {name!r}; "
                              f"got {sorted(inputs)}")
         arrays[name] = _as_input(inputs[name], detail, name)
+    rows = {name: array.shape[0] for name, array in arrays.items()}
+    if len(set(rows.values())) > 1:  # the graph would pair a row with every row of another
+        raise ValueError(f"inputs must hold the same number of rows (one example a row); "
+                         f"got {rows}")
     if any(array.shape[0] == 0 for array in arrays.values()):
         return {name: np.zeros([0, *detail["shape"][1:]], detail["dtype"])
                 for name, detail in runner.get_output_details().items()}
@@ -66,8 +70,14 @@ def _as_input(value, detail, name):
         texts = np.asarray(value, dtype=object)
         if texts.size == 0:
             return texts.reshape(0, *detail["shape"][1:])
-        encode = np.vectorize(lambda t: t.encode() if isinstance(t, str) else bytes(t),
-                              otypes=[object])
+        shape = ["batch", *(size if size > 0 else "?" for size in detail["shape_signature"][1:])]
+        if texts.ndim != len(shape) or any(size not in ("?", got) for size, got in
+                                           zip(shape[1:], texts.shape[1:], strict=True)):
+            raise ValueError(f"input {name!r} takes shape [{', '.join(map(str, shape))}]; got "
+                             f"{list(texts.shape)}")
+        # A command line's invalid UTF-8 reads as surrogates: its bytes go in as they were.
+        encode = np.vectorize(lambda t: t.encode("utf-8", "surrogateescape")
+                              if isinstance(t, str) else bytes(t), otypes=[object])
         return encode(texts)
     ids = np.asarray(value, dtype=detail["dtype"])
     length = detail["shape_signature"][-1]

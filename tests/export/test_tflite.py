@@ -2,6 +2,8 @@
 
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -201,14 +203,30 @@ def test_bad_inputs_give_defined_outputs(interpreters, runner):
 
 
 def test_runner_command_line(tflite_files):
+    # An argument's invalid UTF-8 goes in as its bytes (dropped by the tokenizer), as
+    # `run` takes them; it was a UnicodeEncodeError of the surrogates Python reads them as.
     result = subprocess.run(
-        [sys.executable, str(RUNNER), str(tflite_files["float32"]), "Is it 42?", "Hello!"],
-        capture_output=True, text=True, timeout=300)
+        [sys.executable, str(RUNNER), str(tflite_files["float32"]), "Is it 42?", "Hello!",
+         os.fsdecode(b"Is it \xff42?")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [json.loads(line) for line in result.stdout.strip().splitlines()]
-    assert len(lines) == 2
+    assert len(lines) == 3
+    np.testing.assert_allclose(lines[2]["probabilities"], lines[0]["probabilities"], atol=1e-6)
     assert all(line["label_name"][0] in LABEL_NAMES for line in lines)
     assert all(abs(sum(line["probabilities"][0]) - 1) < 1e-5 for line in lines)
+
+
+def test_runner_refuses_inputs_of_other_shapes(interpreters, runner):
+    # The file's graph would pair one row with every row of another input (its checks are
+    # not in TFLite), or fail inside LiteRT: the runner names the inputs instead.
+    ids = {"token_ids": [[101, 102], [101, 102]], "segment_ids": [[0, 0]],
+           "padding_mask": [[1, 1], [1, 1]]}
+    with pytest.raises(ValueError, match=r"inputs must hold the same number of rows .*"
+                                         r"'segment_ids': 1"):
+        runner.run(interpreters["ids"], ids)
+    with pytest.raises(ValueError, match=re.escape("input 'text' takes shape [batch]; got "
+                                                   "[1, 2]")):
+        runner.run(interpreters["float32"], {"text": [["a", "b"]]})
 
 
 def test_bad_arguments_name_the_problem(classifier, preprocessor, tmp_path):
