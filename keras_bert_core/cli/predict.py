@@ -16,8 +16,8 @@ from keras_bert_core.cli.tasks import (
     add_data_options,
     check_input_text,
     data_settings,
+    numbered_lines,
     read_input,
-    read_lines,
 )
 from keras_bert_core.extras import require
 from keras_bert_core.files import replaced_when_complete
@@ -53,11 +53,12 @@ def _json_ready(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def read_requests(path, names):
+def read_requests(path, names, num_choices=None):
     """One dict of input name -> value per input line: tab-separated fields in the order of
-    `names`, or JSON lines keyed by them."""
+    `names`, or JSON lines keyed by them; each a string, but `choices`: a JSON list of
+    `num_choices` strings."""
     requests = []
-    for number, line in enumerate(read_lines(path), start=1):
+    for number, line in numbered_lines(path):
         if line.lstrip().startswith("{"):
             try:
                 request = json.loads(line)
@@ -73,8 +74,27 @@ def read_requests(path, names):
         if missing:
             raise UserError(f"input line {number}: the model needs {list(names)}; missing "
                             f"{missing} (give tab-separated fields or JSON lines)")
+        for name in names:
+            _check_value(request[name], name, number, num_choices)
         requests.append(request)
     return requests
+
+
+def _check_value(value, name, number, num_choices):
+    """Raises UserError unless `value` is what input `name` takes: a string, or for
+    `choices` a list of `num_choices` strings (any number with None); TensorFlow and LiteRT
+    fail deep otherwise."""
+    if name != "choices":
+        if not isinstance(value, str):
+            raise UserError(f"input line {number}: {name!r} must be a string, got "
+                            f"{json.dumps(value)}")
+        return
+    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)
+            and len(value) == (num_choices or len(value))):
+        wanted = f"{num_choices} strings (the model's number of choices)" if num_choices \
+            else "strings"
+        raise UserError(f"input line {number}: 'choices' must be a JSON list of {wanted}, "
+                        f"got {json.dumps(value, ensure_ascii=False)}")
 
 
 def _saved_model_answers(path, input_path, batch_size):
@@ -88,17 +108,19 @@ def _saved_model_answers(path, input_path, batch_size):
         raise UserError(str(e)) from None
     specs = function.structured_input_signature[1]
     names = [name for name in EXPORT_INPUTS if name in specs]
-    requests = read_requests(input_path, names)
+    choices = specs.get("choices")
+    requests = read_requests(input_path, names, choices and choices.shape[1])
     for start in progress(range(0, len(requests), batch_size), title="predicting"):
         batch = requests[start:start + batch_size]
         try:
             outputs = function(**{name: tf.constant([r[name] for r in batch])
                                   for name in names})
         except tf.errors.InvalidArgumentError as e:  # the export's request limit
-            refused = re.search(r"assertion failed: \[([^\]]*)\]", e.message)
+            refused = re.search(r"assertion failed: \[(.*?)\] \[Condition", e.message)
             if refused is None:
                 raise
-            raise UserError(f"{path}: {refused.group(1)} (--batch-size)") from None
+            hint = " (--batch-size)" if "max_batch_size" in refused.group(1) else ""
+            raise UserError(f"{path}: {refused.group(1)}{hint}") from None
         outputs = {name: value.numpy() for name, value in outputs.items()}
         for row in range(len(batch)):
             yield {name: _json_ready(value[row]) for name, value in sorted(outputs.items())}
@@ -130,8 +152,11 @@ def load_tflite(path):
 
 def _tflite_answers(path, input_path):
     runner, names = load_tflite(path)
+    choices = runner.get_input_details().get("choices")
+    num_choices = choices and int(choices["shape_signature"][1])
     # The interpreter answers one text (one row) per call, as on a phone.
-    for request in progress(read_requests(input_path, names), title="predicting"):
+    for request in progress(read_requests(input_path, names, num_choices),
+                            title="predicting"):
         outputs = runner(**{name: np.array([request[name]], dtype=object) for name in names})
         answer = {name: _json_ready(value[0]) for name, value in outputs.items()}
         yield dict(sorted(_cut_from_text(request, answer).items()))

@@ -53,10 +53,19 @@ def data_settings(args):
 
 def read_lines(path):
     """Non-empty lines of a file, or of stdin when `path` is None."""
+    return [line for _, line in numbered_lines(path)]
+
+
+def numbered_lines(path):
+    """`(line number, line)` of the non-empty lines of a file, or of stdin when `path` is
+    None: the numbers count every line, so that a message points at the file's own."""
     if path is None:
-        return [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.strip()]
+        lines = list(sys.stdin)
+    else:
+        with open(path, encoding="utf-8") as f:
+            lines = list(f)
+    return [(number, line.rstrip("\n")) for number, line in enumerate(lines, start=1)
+            if line.strip()]
 
 
 def check_input_text(path, command="predict", purpose="nothing to predict"):

@@ -5,6 +5,7 @@ replaces an input."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,35 @@ def test_predict_serves_an_export_in_a_new_process(classify_export, model):
 def test_bad_standard_input(kbc, classify_export, stdin, message):
     assert_user_error(kbc("predict", classify_export / "model.tflite", stdin=stdin),
                       "kbc predict: error: ", message)
+
+
+@pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
+@pytest.mark.parametrize("stdin, message", [
+    # Were a ValueError traceback from tf.constant or LiteRT's SetTensor.
+    (b'{"text": 5}\n', "input line 1: 'text' must be a string, got 5"),
+    (b'good film\n{"text": null}\n', "input line 2: 'text' must be a string, got null"),
+    # Blank lines are skipped, and counted: the number is the file's (was 2).
+    (b"good film\n\n\nbad\tfilm\n", "input line 4: expected 1 tab-separated field(s)"),
+])
+def test_bad_export_input_lines(kbc, classify_export, model, stdin, message):
+    assert_user_error(kbc("predict", classify_export / model, stdin=stdin),
+                      "kbc predict: error: ", message)
+
+
+def test_choices_must_be_a_list_of_the_models_number(tmp_path):
+    from keras_bert_core.cli import UserError
+    from keras_bert_core.cli.predict import read_requests
+
+    lines = tmp_path / "choices.jsonl"
+    for line, message in [
+            ('{"text": "The cat", "choices": ["sat", "ran"]}', 'got ["sat", "ran"]'),
+            ("The cat\tsat", 'got "sat"')]:  # a plain line cannot hold a list
+        lines.write_text(line + "\n")
+        with pytest.raises(UserError, match="input line 1: 'choices' must be a JSON list of 3 "
+                                            "strings .*" + re.escape(message)):
+            read_requests(str(lines), ["text", "choices"], 3)
+    lines.write_text('{"text": "The cat", "choices": ["sat", "ran", "flew"]}\n')
+    assert read_requests(str(lines), ["text", "choices"], 3)[0]["choices"][2] == "flew"
 
 
 @pytest.mark.parametrize("model", ["saved_model", "model.tflite"])
