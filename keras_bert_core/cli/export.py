@@ -9,7 +9,7 @@ import os
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.finetuned import load_finetuned
-from keras_bert_core.cli.messages import say, stage
+from keras_bert_core.cli.messages import native_log_hidden, say, stage
 from keras_bert_core.cli.model_building import run_directory_of
 from keras_bert_core.cli.run_dir import claim_output, enclosing_run
 from keras_bert_core.cli.run_lock import lock_run
@@ -110,8 +110,10 @@ def export(model, task, preprocessor, output, formats=DEFAULT_FORMATS,
                 "take token_ids, segment_ids and padding_mask (the app tokenizes, e.g. with "
                 "Hugging Face tokenizers); the SavedModel takes text")
         for variant in tflite_variants:
+            # TFLite's int8 quantizer prints "fully_quantize: 0, ..." to stderr, even with -q.
+            quiet = native_log_hidden() if variant == "int8" else contextlib.nullcontext()
             with stage(f"converting to TFLite ({variant} weights)"), _refusal(
-                    f"the {variant} .tflite file"):
+                    f"the {variant} .tflite file"), quiet:
                 written.append(export_tflite(
                     model, preprocessor, os.path.join(output, tflite_file(variant)),
                     quantize=TFLITE_VARIANTS[variant], inputs=tflite_inputs, **options,

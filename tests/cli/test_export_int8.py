@@ -26,6 +26,7 @@ def test_int8_export_reports_label_agreement(classify_run, tmp_path):
     result = kbc_process("export", classify_run, "-o", output, "--format", "tflite",
                          "--tflite-variants", "int8", "--calibration", calibration)
     assert result.code == 0, result.err[-3000:]
+    assert "fully_quantize" not in result.err  # the quantizer's native print, hidden
     # Only the int8 file: the float32 reference it was checked against is not kept.
     assert sorted(p.name for p in output.iterdir()) == ["model_int8.tflite"]
     content = (output / "model_int8.tflite").read_bytes()
