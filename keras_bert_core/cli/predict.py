@@ -175,6 +175,14 @@ def _cut_from_text(request, answer):
     return answer
 
 
+def _serving_versions(path):
+    """The version folders (`1`, `2`...) of a SavedModel under `path`, in order."""
+    if not os.path.isdir(path) or os.path.isfile(os.path.join(path, "config.json")):
+        return []
+    return sorted((name for name in os.listdir(path) if name.isdigit()
+                   and os.path.isfile(os.path.join(path, name, "saved_model.pb"))), key=int)
+
+
 def answers(args):
     """The answers, one JSON-ready dict per input example."""
     export = args.model.endswith(".tflite") or os.path.isfile(
@@ -184,6 +192,11 @@ def answers(args):
         given = ", ".join("--" + name.replace("_", "-") for name in run_options)
         raise UserError(f"{given}: {args.model} is an export, which reads its inputs and "
                         "answers as it was exported; these options are for a run")
+    versions = _serving_versions(args.model)
+    if versions:  # TF Serving's base path, as `kbc export --name` writes it
+        raise UserError(f"{args.model} holds TF Serving versions ({', '.join(versions)}) "
+                        f"of a SavedModel: give one, e.g. "
+                        f"{os.path.join(args.model, versions[-1])}")
     if args.model.endswith(".tflite"):
         return _tflite_answers(args.model, args.input)
     if export:

@@ -81,6 +81,16 @@ def test_run_options_on_an_export_are_refused(kbc, classify_export, model):
                       "--text-column, --null-score-threshold: ", "is an export")
 
 
+def test_predict_on_a_tf_serving_base_path_names_its_versions(kbc, classify_export, tmp_path):
+    # `kbc export --name classifier` writes <output>/classifier/1: the folder TF Serving's
+    # base_path names was "not a kbc fine-tuning run".
+    for version in ("1", "10", "2"):
+        shutil.copytree(classify_export / "saved_model", tmp_path / "classifier" / version)
+    assert_user_error(kbc("predict", tmp_path / "classifier", stdin=b"good film\n"),
+                      "holds TF Serving versions (1, 2, 10) of a SavedModel: give one, e.g. "
+                      f"{tmp_path / 'classifier' / '10'}")
+
+
 def test_binary_input_file(kbc, classify_export):
     binary = classify_export / "model.tflite"  # a flatbuffer: not UTF-8
     assert_user_error(kbc("predict", classify_export / "saved_model", "-i", binary),
