@@ -58,6 +58,10 @@ def run(interpreter, inputs, signature=None):
     if len(set(rows.values())) > 1:  # the graph would pair a row with every row of another
         raise ValueError(f"inputs must hold the same number of rows (one example a row); "
                          f"got {rows}")
+    ids = {name: list(np.shape(inputs[name])) for name, array in arrays.items()
+           if array.dtype != object}  # as given, before padding to a fixed width
+    if len({tuple(shape) for shape in ids.values()}) > 1:
+        raise ValueError(f"ids inputs must have the same shape; got {ids}")
     if any(array.shape[0] == 0 for array in arrays.values()):
         return {name: np.zeros([0, *detail["shape"][1:]], detail["dtype"])
                 for name, detail in runner.get_output_details().items()}
@@ -122,7 +126,10 @@ def main(argv=None):
                 parser.error(f"--input {item!r}: expected NAME=VALUE with NAME among "
                              f"{sorted(details)}")
             if details[name]["dtype"] not in (np.bytes_, np.object_):
-                request[name] = [[int(v) for v in value.split(",")]]
+                try:
+                    request[name] = [[int(v) for v in value.split(",")]]
+                except ValueError:
+                    parser.error(f"--input {item!r}: expected comma-separated integers")
             elif len(details[name]["shape"]) == 2:  # e.g. multiple-choice `choices`
                 request[name] = [value.split("|")]
             else:

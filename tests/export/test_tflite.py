@@ -216,7 +216,8 @@ def test_runner_command_line(tflite_files):
     assert all(abs(sum(line["probabilities"][0]) - 1) < 1e-5 for line in lines)
 
 
-def test_runner_refuses_inputs_of_other_shapes(interpreters, runner):
+def test_runner_refuses_inputs_of_other_shapes(interpreters, runner, tflite_files,
+                                               capsys):
     # The file's graph would pair one row with every row of another input (its checks are
     # not in TFLite), or fail inside LiteRT: the runner names the inputs instead.
     ids = {"token_ids": [[101, 102], [101, 102]], "segment_ids": [[0, 0]],
@@ -227,6 +228,15 @@ def test_runner_refuses_inputs_of_other_shapes(interpreters, runner):
     with pytest.raises(ValueError, match=re.escape("input 'text' takes shape [batch]; got "
                                                    "[1, 2]")):
         runner.run(interpreters["float32"], {"text": [["a", "b"]]})
+    # Was "XNNPack delegate failed to reshape runtime" from LiteRT.
+    with pytest.raises(ValueError, match=re.escape("ids inputs must have the same shape; got "
+                                                   "{'padding_mask': [1, 3], 'segment_ids': "
+                                                   "[1, 2], 'token_ids': [1, 3]}")):
+        runner.run(interpreters["ids"], {"token_ids": [[101, 7592, 102]], "segment_ids":
+                                         [[0, 0]], "padding_mask": [[1, 1, 1]]})
+    with pytest.raises(SystemExit):  # a parser error, not a ValueError traceback
+        runner.main([str(tflite_files["ids"]), "--input", "token_ids=101,x"])
+    assert "expected comma-separated integers" in capsys.readouterr().err
 
 
 def test_bad_arguments_name_the_problem(classifier, preprocessor, tmp_path):
