@@ -105,9 +105,9 @@ def add_training_options(parser, batch_size, learning_rate, warmup_fraction=0.1)
     group = parser.add_argument_group("training")
     group.add_argument("--batch-size", type=positive_int, default=batch_size,
                        help="global batch size, split across replicas")
-    group.add_argument("--learning-rate", type=float, default=learning_rate,
+    group.add_argument("--learning-rate", type=positive_float, default=learning_rate,
                        help="peak learning rate (linear warmup then linear decay)")
-    group.add_argument("--warmup-fraction", type=float, default=warmup_fraction,
+    group.add_argument("--warmup-fraction", type=fraction_below_one, default=warmup_fraction,
                        help="fraction of the optimizer updates spent warming up")
     group.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
                        help="adamw (BERT's), or lamb (layer-wise trust ratios, for large "
@@ -164,6 +164,14 @@ def rate(text):
     value = _number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{value} is not in (0, 1]")
+    return value
+
+
+def fraction_below_one(text):
+    """argparse type: a fraction of at least 0, below 1."""
+    value = _number(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not in [0, 1)")
     return value
 
 

@@ -66,6 +66,8 @@ def test_every_training_command_takes_the_training_flags(command):
     (["--optimizer", "sgd"], "argument --optimizer: invalid choice: 'sgd'"),
     (["--accumulation-steps", "0"], "argument --accumulation-steps: 0 is less than 1"),
     (["--strategy", "bogus"], "argument --strategy: invalid choice: 'bogus'"),
+    (["--learning-rate", "-1"], "argument --learning-rate: -1.0 is not above 0"),
+    (["--warmup-fraction", "2"], "argument --warmup-fraction: 2.0 is not in [0, 1)"),
 ])
 def test_bad_training_flags_are_refused_by_the_parser(argv, fragment, corpus):
     result = run_kbc("pretrain", corpus, *TINY_RUN, *argv)
