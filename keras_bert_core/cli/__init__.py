@@ -67,10 +67,13 @@ def training_environment(machine):
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each option's default, unless there is none to show."""
+    """Shows each option's default, unless there is none to show: an option that takes no
+    value (a `--no-...` flag's default True says nothing to a user) or whose help names its
+    default already."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False, argparse.SUPPRESS):
+        if (action.default in (None, False, argparse.SUPPRESS) or action.nargs == 0
+                or "default:" in action.help.lower()):
             return action.help
         return super()._get_help_string(action)
 

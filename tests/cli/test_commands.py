@@ -5,6 +5,7 @@ import io
 import json
 import os
 import platform
+import re
 import shutil
 
 import keras
@@ -60,7 +61,12 @@ def test_every_command_has_help(command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args([command, "--help"])
     assert exit_info.value.code == 0
-    assert f"kbc {command}" in capsys.readouterr().out
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"kbc {command}" in help_text
+    # A flag's default (True for `--no-...`) is no default to a user, and a help that names
+    # its default says it once.
+    assert "(default: True)" not in help_text
+    assert not re.search(r"default: [^()]*\) \(default:", help_text), help_text
 
 
 def test_vocab_learns_a_vocabulary_and_keeps_existing_files(kbc, corpus, tmp_path):
