@@ -17,6 +17,9 @@ import tensorflow as tf
 from keras_bert_core.errors import DataError
 
 _FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+# UTF-8 that drops a byte-order mark at the start: Excel's "CSV UTF-8" and Windows editors
+# write one, which would otherwise stick to the first column's name (or break line 1's JSON).
+_ENCODING = "utf-8-sig"
 
 
 def read_records(path, file_format=None):
@@ -64,7 +67,7 @@ _JSON_LINES = "(the file is read as JSON lines: one object per line)"
 
 
 def _read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding=_ENCODING) as f:
         for line_number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -81,7 +84,7 @@ def _read_jsonl(path):
 
 def _read_delimited(path, file_format):
     options = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if file_format == "tsv" else {}
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding=_ENCODING, newline="") as f:
         reader = csv.DictReader(f, **options)
         try:
             header = reader.fieldnames

@@ -107,3 +107,15 @@ def test_predict_into_a_reader_that_stops_early_ends_quietly(classify_run, tmp_p
     assert code == 141, message
     assert "Traceback" not in message and "BrokenPipe" not in message and "error" not in \
         message, message
+
+
+def test_files_with_a_byte_order_mark_and_crlf_line_ends_are_read(kbc, classify_run, tmp_path):
+    # Excel's "CSV UTF-8" and Windows editors write both; the mark stuck to the first
+    # column's name ("column 'review': missing (the record has '\ufeffreview', ...)").
+    windows = tmp_path / "windows.csv"
+    windows.write_bytes(b"\xef\xbb\xbf" + (DATA / "sentiment.csv").read_bytes().replace(
+        b"\n", b"\r\n"))
+    result = kbc("evaluate", classify_run, windows, "--quiet")
+    assert result.code == 0, result.err
+    plain = kbc("evaluate", classify_run, DATA / "sentiment.csv", "--quiet")
+    assert json.loads(result.out) == json.loads(plain.out)

@@ -63,7 +63,7 @@ def load_squad(path):
     """
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # drops a byte-order mark
             root = json.load(f)
     except FileNotFoundError:
         raise DataError("no such file", path=path) from None

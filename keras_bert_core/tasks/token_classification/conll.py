@@ -73,7 +73,7 @@ def load_conll(path, tag_names=None, tag_column=-1):
         raise DataError("no such file", path=path)
     sentences, tags = [], []
     words, sentence_tags = [], []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:  # drops a byte-order mark
         for line_number, line in enumerate([*f, ""], start=1):
             fields = line.split()
             if fields and fields[0] == "-DOCSTART-":
