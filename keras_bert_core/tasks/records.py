@@ -40,16 +40,19 @@ def read_records(path, file_format=None):
     [(2, {'text': 'good film', 'label': 'pos'})]
     """
     path = os.fspath(path)
+    if not os.path.exists(path):
+        raise DataError("no such file", path=path)
+    if os.path.isdir(path):
+        raise DataError("a folder, not a file", path=path)
     if file_format is None:
         extension = os.path.splitext(path)[1].lower()
         if extension not in _FORMATS:
-            raise DataError(f"cannot tell the format from the extension {extension!r}; pass "
-                            f"file_format= one of 'csv', 'tsv', 'jsonl'", path=path)
+            # Renaming is the fix a `kbc` user has (file_format= is for Python callers).
+            raise DataError(f"cannot tell the format from the extension {extension!r}: "
+                            "name the file .csv, .tsv or .jsonl", path=path)
         file_format = _FORMATS[extension]
     if file_format not in ("csv", "tsv", "jsonl"):
         raise ValueError(f"file_format must be 'csv', 'tsv' or 'jsonl', got {file_format!r}")
-    if not os.path.exists(path):
-        raise DataError("no such file", path=path)
     if os.path.getsize(path) == 0:
         raise DataError("the file is empty", path=path)
     try:

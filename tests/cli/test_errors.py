@@ -38,6 +38,17 @@ def test_missing_file(kbc, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_training_file_that_is_a_folder_or_of_no_known_format(kbc, tmp_path):
+    notes = tmp_path / "train.txt"
+    notes.write_text("text,label\nok,pos\n")
+    for train, message in ((tmp_path, "a folder, not a file"),
+                           (notes, "extension '.txt': name the file .csv, .tsv or .jsonl")):
+        result = kbc("finetune", "--task", "classify", "--train", train, "--vocab", VOCAB,
+                     "--run-dir", tmp_path / "run")
+        assert_user_error(result, str(train), message)
+        assert "file_format=" not in result.err  # a Python argument, which kbc has not
+    assert not (tmp_path / "run").exists()
+
 def test_missing_corpus_file(kbc, tmp_path):
     result = kbc("vocab", tmp_path / "nothing*.txt", "--output", tmp_path / "vocab.txt")
     assert_user_error(result, "nothing*.txt")
