@@ -195,11 +195,13 @@ def test_unknown_distribution_strategy_is_refused_by_the_parser(kbc, tmp_path, c
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("option, message", [
-    (("--seq-length", 32), "max_seq_length (32) must exceed max_query_length (64) + 3"),
-    (("--doc-stride", 0), "doc_stride must be positive, got 0")])
-def test_squad_lengths_that_leave_no_room_are_one_line(kbc, tmp_path, option, message):
-    # A traceback from the features before.
-    result = kbc("finetune", "--task", "squad", "--train", DATA / "squad_v1.json", "--vocab",
-                 VOCAB, "--batch-size", 2, *option, "--run-dir", tmp_path / "run")
-    assert_user_error(result, message)
+def test_squad_lengths_that_leave_no_room_for_the_context(kbc, tmp_path, capsys):
+    squad = ("finetune", "--task", "squad", "--train", DATA / "squad_v1.json", "--vocab", VOCAB,
+             "--seq-length", 32, "--run-dir", tmp_path / "run")
+    assert_user_error(kbc(*squad), "--seq-length 32 leaves no room for the context",
+                      "--max-query-length 64")
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        kbc(*squad, "--max-query-length", 8, "--doc-stride", 0)
+    assert exit_info.value.code == 2
+    assert "argument --doc-stride: 0 is less than 1" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """`Squad`: extractive question answering as `kbc finetune --task squad` runs it."""
 
-from keras_bert_core.errors import DataError
+from keras_bert_core.errors import ConfigError, DataError
 from keras_bert_core.models.span_labeler import BertSpanLabeler
 from keras_bert_core.tasks.question_answering.decoding import answers, best_null_score_threshold
 from keras_bert_core.tasks.question_answering.features import squad_features
@@ -34,6 +34,12 @@ class Squad(Task):
 
     def _features(self, data, preprocessor):
         s = self.settings
+        if s["seq_length"] <= s["max_query_length"] + 3:
+            raise ConfigError(
+                f"--seq-length {s['seq_length']} leaves no room for the context after a "
+                f"question of --max-query-length {s['max_query_length']} wordpieces and 3 "
+                f"special tokens: raise --seq-length above {s['max_query_length'] + 3} or "
+                "lower --max-query-length")
         return squad_features(data, preprocessor.tokenizer, s["seq_length"], s["doc_stride"],
                               s["max_query_length"])
 
