@@ -56,6 +56,8 @@ def load_model(path):
 
     import keras
 
+    if not os.path.exists(path):  # else Keras's paragraph on the formats it supports
+        raise CheckpointError(f"{path}: no such file or folder")
     # Keras reports a torn or truncated archive as "File not found".
     if os.path.isfile(path) and not zipfile.is_zipfile(path):
         raise CheckpointError(f"{path}: cannot load this .keras file: it is not a complete "

@@ -205,3 +205,13 @@ def test_squad_lengths_that_leave_no_room_for_the_context(kbc, tmp_path, capsys)
         kbc(*squad, "--max-query-length", 8, "--doc-stride", 0)
     assert exit_info.value.code == 2
     assert "argument --doc-stride: 0 is less than 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [("evaluate", DATA / "sentiment.csv"),
+                                     ("export", "--output", "out"), ("embed",)])
+def test_a_model_that_is_not_there(kbc, tmp_path, command):
+    missing = tmp_path / "runs" / "sentiment"
+    name, *options = command
+    result = kbc(name, missing, *options, cwd=tmp_path, stdin="a text\n")
+    assert_user_error(result, f"{missing}: no such file or folder")
+    assert "Keras 3 only supports" not in result.err
