@@ -59,7 +59,8 @@ class Task:
 
     def from_lines(self, lines):
         """Unlabeled data of text lines (pairs tab-separated; ner: words between spaces)."""
-        raise DataError(f"{self.name} predictions read a data file: pass --input FILE")
+        raise DataError(f"{self.name} predictions read a data file in the task's format, not "
+                        "text lines (standard input or a .txt file): pass --input FILE")
 
     def check_data(self, data, source):
         """Raises a `DataError` if `data` (e.g. from TFDS) is not this task's kind."""

@@ -2,6 +2,7 @@
 existing outputs are never replaced without --overwrite."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -215,3 +216,14 @@ def test_a_model_that_is_not_there(kbc, tmp_path, command):
     result = kbc(name, missing, *options, cwd=tmp_path, stdin="a text\n")
     assert_user_error(result, f"{missing}: no such file or folder")
     assert "Keras 3 only supports" not in result.err
+
+
+def test_squad_predictions_from_text_lines_say_what_they_read(kbc, tmp_path):
+    from tests.cli.make_release_fixtures import OUTPUT
+
+    run = shutil.copytree(OUTPUT / "squad", tmp_path / "squad")  # the fixture stays unwritten
+    texts = tmp_path / "questions.txt"
+    texts.write_text("Who wrote it?\n")
+    result = kbc("predict", run, "--input", texts)  # --input given: a .txt file is not one
+    assert_user_error(result, "squad predictions read a data file in the task's format, not "
+                              "text lines")
