@@ -4,6 +4,7 @@ TensorFlow Datasets. A task's settings (columns, label names, lengths) travel in
 (`TaskModel.task_settings`), so `evaluate` and `predict` read data exactly as training did.
 """
 
+import codecs
 import io
 import os
 import sys
@@ -64,7 +65,7 @@ def numbered_lines(path):
     if path is None:
         lines = list(sys.stdin)
     else:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark dropped
             lines = list(f)
     return [(number, line.rstrip("\n")) for number, line in enumerate(lines, start=1)
             if line.strip()]
@@ -82,6 +83,7 @@ def check_input_text(path, command="predict", purpose="nothing to predict"):
     else:
         with open(path, "rb") as f:
             data = f.read()
+    data = data.removeprefix(codecs.BOM_UTF8)  # a byte-order mark dropped, as from files
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -93,8 +95,8 @@ def check_input_text(path, command="predict", purpose="nothing to predict"):
                         "text")
     if not text.strip():
         raise UserError(f"{name} is empty: {purpose}")
-    if path is None:
-        sys.stdin = io.StringIO(text)
+    if path is None:  # with Windows line ends read as "\n", as from files
+        sys.stdin = io.StringIO(text, newline=None)
 
 
 def task_for(name, settings):

@@ -119,3 +119,18 @@ def test_files_with_a_byte_order_mark_and_crlf_line_ends_are_read(kbc, classify_
     assert result.code == 0, result.err
     plain = kbc("evaluate", classify_run, DATA / "sentiment.csv", "--quiet")
     assert json.loads(result.out) == json.loads(plain.out)
+
+
+def test_text_lines_with_a_byte_order_mark_and_crlf_line_ends(kbc, classify_run, tmp_path):
+    # The mark and the "\r" reached the model and came back in each answer's "text".
+    windows = b"\xef\xbb\xbfGood film.\r\nBad \xc3\xa9 film.\r\n"
+    lines = tmp_path / "texts.txt"
+    lines.write_bytes(windows)
+    for result in (kbc("predict", classify_run, "--quiet", stdin=windows),
+                   kbc("predict", classify_run, "--quiet", "--input", lines)):
+        assert result.code == 0, result.err
+        answers = [json.loads(line) for line in result.out.splitlines()]
+        assert [answer["text"] for answer in answers] == ["Good film.", "Bad \u00e9 film."]
+    latin = b"\xef\xbb\xbfok\nbad \xff\n"  # the byte the message names is the file's
+    assert_one_line_error(kbc("predict", classify_run, stdin=latin),
+                          "line 2: byte 0xff")
