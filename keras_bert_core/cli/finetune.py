@@ -7,6 +7,7 @@ from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import (
     build_encoder,
     check_fits,
+    check_one_model_source,
     check_same_kind,
     checkpoint_model,
     find_vocab,
@@ -277,6 +278,8 @@ def run(args):
         args, saved = resumed_arguments(args)
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
+    else:
+        check_one_model_source(args)
     check_lora_options(args)
     task_options = {} if args.resume else {**regression_setting(args),
                                             **embedding_settings(args)}

@@ -195,6 +195,16 @@ def model_source(options):
     return " ".join(parts) or "--preset tiny"
 
 
+def check_one_model_source(args):
+    """`--preset`/`--config` build a new model and `--checkpoint` loads one: refused together
+    (the checkpoint won, and the others were ignored without a word)."""
+    given = [f"--{name} {getattr(args, name)}" for name in ("preset", "config")
+             if getattr(args, name)]
+    if args.checkpoint and given:
+        raise UserError(f"--checkpoint {args.checkpoint} loads a model, and "
+                        f"{' and '.join(given)} would build a new one; give one of them")
+
+
 def build_encoder(options, vocab, vocab_path, checkpoint=None):
     """`(encoder, source)`: loaded from `checkpoint` (any supported format or a `kbc` run),
     else new from `options` (`ModelOptions`: `--config`/`--preset`), checked against the

@@ -10,6 +10,7 @@ from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import (
     build_encoder,
     check_fits,
+    check_one_model_source,
     check_same_kind,
     find_vocab,
     make_preprocessor,
@@ -308,6 +309,8 @@ def run(args):
         args, saved = resumed_arguments(args, older_defaults={"next_sentence": True})
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
+    else:
+        check_one_model_source(args)
     check_packing(args)
     check_objective(args)
     if is_tfrecords(args.inputs):

@@ -227,3 +227,15 @@ def test_squad_predictions_from_text_lines_say_what_they_read(kbc, tmp_path):
     result = kbc("predict", run, "--input", texts)  # --input given: a .txt file is not one
     assert_user_error(result, "squad predictions read a data file in the task's format, not "
                               "text lines")
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_a_checkpoint_and_a_new_model_s_options_together(kbc, tmp_path, command, tiny_config):
+    # The checkpoint was trained and --preset/--config ignored without a word.
+    data = ((DATA / "sentiment.csv",) if command == "pretrain" else
+            ("--task", "classify", "--train", DATA / "sentiment.csv"))
+    result = kbc(command, *data, "--checkpoint", tmp_path, "--preset", "mini", "--config",
+                 tiny_config, "--run-dir", tmp_path / "run")
+    assert_user_error(result, f"--checkpoint {tmp_path} loads a model, and --preset mini and "
+                              f"--config {tiny_config} would build a new one")
+    assert not (tmp_path / "run").exists()
