@@ -11,6 +11,7 @@ from keras_bert_core.cli import UserError
 from keras_bert_core.cli.finetuned import load_finetuned
 from keras_bert_core.cli.messages import native_log_hidden, say, stage
 from keras_bert_core.cli.model_building import run_directory_of
+from keras_bert_core.cli.options import int_at_least
 from keras_bert_core.cli.run_dir import claim_output, enclosing_run
 from keras_bert_core.cli.run_lock import lock_run
 from keras_bert_core.files import replaced_when_complete
@@ -53,10 +54,10 @@ def add_arguments(parser):
     parser.add_argument("--name", help="write the SavedModel in TF Serving's layout, "
                                        "<output>/<name>/1, instead of <output>/saved_model")
     # Defaults: export_saved_model's (see export/README.md), not copied here.
-    parser.add_argument("--max-batch-size", type=int, metavar="ROWS",
+    parser.add_argument("--max-batch-size", type=int_at_least(0), metavar="ROWS",
                         help="the most texts one SavedModel request may hold; larger requests "
                              "fail (0: no limit; default: export_saved_model's)")
-    parser.add_argument("--max-text-bytes", type=int, metavar="BYTES",
+    parser.add_argument("--max-text-bytes", type=int_at_least(0), metavar="BYTES",
                         help="the SavedModel and the .tflite files cut longer texts to this "
                              "many bytes before tokenization (0: no cut; default: "
                              "export_saved_model's and export_tflite's)")
@@ -242,6 +243,20 @@ def _size(path):
                for folder, _, files in os.walk(path) for file in files)
 
 
+# Options that shape one kind of export, and the --format values they need.
+_FORMAT_OPTIONS = {"tflite_fixed_shape": ("tflite",), "name": ("saved_model",),
+                   "max_batch_size": ("saved_model",),
+                   "max_text_bytes": ("saved_model", "tflite")}
+
+
+def _check_formats_written(args):
+    """An option for an export that `--format` leaves out is refused, not ignored."""
+    for name, formats in _FORMAT_OPTIONS.items():
+        if getattr(args, name) not in (None, False) and not set(formats) & set(args.format):
+            raise UserError(f"--{name.replace('_', '-')} needs --format "
+                            f"{' or '.join(formats)}")
+
+
 def run(args):
     from keras_bert_core.export.limits import check_limits
     from keras_bert_core.export.saved_model import check_model_name
@@ -263,6 +278,7 @@ def run(args):
         lock_run(run)
     if "tflite" not in args.format and args.tflite_variants != ["float32"]:
         raise UserError("--tflite-variants needs --format tflite")
+    _check_formats_written(args)
     int8 = "int8" in args.tflite_variants and "tflite" in args.format
     if int8 and args.calibration is None:
         raise UserError("--tflite-variants int8 needs --calibration FILE: texts like those "

@@ -176,3 +176,27 @@ def test_predictions_file_appears_only_when_complete(kbc, classify_export, tmp_p
         kbc("predict", classify_export / "model.tflite", "-i", texts, "-o", output, "--overwrite")
     assert output.read_text() == "old answers\n"
     assert sorted(os.listdir(tmp_path)) == ["answers.jsonl", "texts.txt"]
+
+
+@pytest.mark.parametrize("options, message", [
+    (("--format", "saved_model", "--tflite-fixed-shape"), "--tflite-fixed-shape needs --format "
+                                                          "tflite"),
+    (("--format", "preset", "--name", "sentiment"), "--name needs --format saved_model"),
+    (("--format", "tflite", "--max-batch-size", 8), "--max-batch-size needs --format "
+                                                    "saved_model"),
+    (("--format", "preset", "--max-text-bytes", 100), "--max-text-bytes needs --format "
+                                                      "saved_model or tflite"),
+])
+def test_options_for_an_export_not_written_are_refused(kbc, classify_run, tmp_path, options,
+                                                       message):
+    # They were ignored without a word, as --tflite-variants without tflite is not.
+    result = kbc("export", classify_run, "-o", tmp_path / "export", *options)
+    assert_user_error(result, message)
+    assert os.listdir(tmp_path) == []
+
+
+def test_negative_export_limits_are_refused_by_the_parser(kbc, classify_run, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:  # was "max_batch_size must be ...", a
+        kbc("export", classify_run, "-o", tmp_path / "export", "--max-batch-size", -1)
+    assert exit_info.value.code == 2
+    assert "argument --max-batch-size: -1 is less than 0" in capsys.readouterr().err
