@@ -2,6 +2,7 @@
 Model Garden TF2 or keras-hub checkpoint to a `.keras` file that `kbc finetune --checkpoint`
 and `keras.saving` load, its vocabulary files copied beside it."""
 
+import filecmp
 import os
 import shutil
 
@@ -41,19 +42,22 @@ def run(args):
             raise UserError(str(e)) from None
     source = model_path(args.source)  # a kbc run: its model.keras (its encoder)
     fmt = detect_format(source)
+    vocabulary = _vocabulary_files(args.source, os.path.dirname(os.path.abspath(args.output)),
+                                   args.output)
     with stage(f"converting the {fmt} checkpoint {args.source}"):
         with replaced_when_complete(args.output) as partial:
             encoder = convert_checkpoint(source, partial, config)
     say(f"wrote {args.output}: {encoder.count_params():,} weights, "
         f"{encoder.config.num_layers} layers x {encoder.config.hidden_size}")
-    _copy_vocabulary(args.source, os.path.dirname(os.path.abspath(args.output)))
+    _copy_vocabulary(vocabulary)
     print(args.output)
 
 
-def _copy_vocabulary(source, destination):
-    """Copies the checkpoint's vocabulary files (of any kind, with its
-    tokenizer_config.json) beside the output, where `kbc finetune --checkpoint` looks for
-    them; files already there are left alone."""
+def _vocabulary_files(source, destination, output):
+    """`(original, copy)` of each of the checkpoint's vocabulary files (of any kind, with its
+    tokenizer_config.json) and its place beside the output, where `kbc finetune
+    --checkpoint` looks for them. A different file already in that place is refused: the
+    output would be read with it."""
     from keras_bert_core.text.vocabulary.files import (
         SENTENCEPIECE,
         TOKENIZER_CONFIG,
@@ -66,14 +70,26 @@ def _copy_vocabulary(source, destination):
         vocabulary = find_vocabulary(folder)
     except ValueError:  # a checkpoint without its vocabulary
         say(f"no vocabulary beside {source}: pass --vocab when fine-tuning the output")
-        return
+        return []
     files = (VOCABULARY_FILES[vocabulary.kind]
              if vocabulary.read_from is None and vocabulary.kind != SENTENCEPIECE
              else (os.path.basename(vocabulary.file),))  # read_from, or ALBERT's or DeBERTa's
-    for name in (*files, TOKENIZER_CONFIG):
-        original, copy = os.path.join(folder, name), os.path.join(destination, name)
-        if not os.path.isfile(original) or os.path.abspath(original) == copy:
-            continue
+    pairs = [(os.path.join(folder, name), os.path.join(destination, name))
+             for name in (*files, TOKENIZER_CONFIG)]
+    pairs = [(original, copy) for original, copy in pairs
+             if os.path.isfile(original) and os.path.abspath(original) != copy]
+    for original, copy in pairs:
+        if os.path.exists(copy) and not filecmp.cmp(original, copy, shallow=False):
+            raise UserError(f"{copy} is already there and is not the checkpoint's "
+                            f"({original}): {output} would be read with it; write the "
+                            "output into another folder")
+    return pairs
+
+
+def _copy_vocabulary(pairs):
+    """Copies the vocabulary files `_vocabulary_files` found; the same files already there
+    are kept."""
+    for original, copy in pairs:
         if os.path.exists(copy):
             say(f"kept the {copy} already there")
             continue

@@ -266,3 +266,30 @@ def test_convert_writes_a_keras_file_with_the_vocabulary(kbc, tmp_path):
     for expected, actual in zip(encoder.weights, converted.weights, strict=True):
         np.testing.assert_array_equal(expected.numpy(), actual.numpy())
     assert (output.parent / "vocab.txt").read_text() == VOCAB.read_text()
+
+
+def test_convert_beside_another_vocabulary_is_refused(kbc, tmp_path, tiny_config):
+    # The output used to be written beside the other file ("kept ... already there"), and
+    # `kbc finetune --checkpoint` then read it with that vocabulary.
+    from keras_bert_core.config import BertConfig
+    from keras_bert_core.models import BertEncoder
+
+    source = tmp_path / "run"
+    source.mkdir()
+    shutil.copy(VOCAB, source / "vocab.txt")
+    config = BertConfig.from_json(tiny_config)
+    encoder = BertEncoder(BertConfig(**{**config.to_dict(),
+                                        "vocab_size": len(VOCAB.read_text().split())}))
+    encoder.save(source / "encoder.keras")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nmine\n")
+    result = kbc("convert", source / "encoder.keras", other / "encoder.keras")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert f"{other / 'vocab.txt'} is already there and is not the checkpoint's" in result.err
+    assert os.listdir(other) == ["vocab.txt"]
+    assert (other / "vocab.txt").read_text().endswith("mine\n")
+    same = tmp_path / "same"
+    same.mkdir()
+    shutil.copy(VOCAB, same / "vocab.txt")
+    assert kbc("convert", source / "encoder.keras", same / "encoder.keras").code == 0
