@@ -42,6 +42,9 @@ def run(args):
             raise UserError(str(e)) from None
     source = model_path(args.source)  # a kbc run: its model.keras (its encoder)
     fmt = detect_format(source)
+    if fmt == "keras" and config is not None:
+        raise UserError(f"--config {args.config}: {source} is a .keras file, which carries its "
+                        "own config; leave --config out")
     vocabulary = _vocabulary_files(args.source, os.path.dirname(os.path.abspath(args.output)),
                                    args.output)
     with stage(f"converting the {fmt} checkpoint {args.source}"):

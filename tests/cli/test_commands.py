@@ -293,3 +293,7 @@ def test_convert_beside_another_vocabulary_is_refused(kbc, tmp_path, tiny_config
     same.mkdir()
     shutil.copy(VOCAB, same / "vocab.txt")
     assert kbc("convert", source / "encoder.keras", same / "encoder.keras").code == 0
+    with_config = kbc("convert", source / "encoder.keras", tmp_path / "c.keras", "--config",
+                      tiny_config)
+    assert with_config.code == 2 and "carries its own config; leave --config out" in \
+        with_config.err  # was a ValueError traceback telling to "not pass config="
