@@ -278,6 +278,19 @@ trained with
         return cls(**kwargs)
 
     @classmethod
+    def ignored_keys(cls, values: dict) -> list:
+        """The keys of `values` that `from_dict` ignores: neither a field nor a known alias
+        (a misspelled field, or a Hugging Face file's other settings).
+
+        Example:
+        >>> BertConfig.ignored_keys({"num_hidden_layers": 2, "hidden_sise": 64})
+        ['hidden_sise']
+        """
+        fields = {f.name for f in dataclasses.fields(cls)}
+        aliases = {**_JSON_ALIASES, **JSON_ALIASES}
+        return sorted(key for key in values if aliases.get(key, key) not in fields)
+
+    @classmethod
     def from_json(cls, path: str | os.PathLike) -> BertConfig:
         """Read our JSON, a Hugging Face `config.json` or a google-research `bert_config.json`."""
         try:

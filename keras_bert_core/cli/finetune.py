@@ -12,6 +12,7 @@ from keras_bert_core.cli.model_building import (
     checkpoint_model,
     find_vocab,
     make_preprocessor,
+    note_ignored_config_keys,
 )
 from keras_bert_core.cli.options import (
     ModelOptions,
@@ -280,6 +281,8 @@ def run(args):
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
     else:
         check_one_model_source(args)
+        if args.config:
+            note_ignored_config_keys(args.config)
     check_lora_options(args)
     task_options = {} if args.resume else {**regression_setting(args),
                                             **embedding_settings(args)}

@@ -205,6 +205,24 @@ def check_one_model_source(args):
                         f"{' and '.join(given)} would build a new one; give one of them")
 
 
+def note_ignored_config_keys(path):
+    """Names the keys of the `--config` file at `path` that no `BertConfig` field takes (a
+    misspelled "hidden_sise" left the preset's size without a word). Not for a Hugging Face
+    config.json (it names its `model_type`), whose other settings are ignored by design."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (OSError, ValueError):  # reported where the config is read
+        return
+    if isinstance(values, dict) and "model_type" not in values:
+        ignored = BertConfig.ignored_keys(values)
+        if ignored:
+            say(f"note: --config {path}: ignored keys that no BertConfig has: "
+                f"{', '.join(ignored)}")
+
+
 def build_encoder(options, vocab, vocab_path, checkpoint=None):
     """`(encoder, source)`: loaded from `checkpoint` (any supported format or a `kbc` run),
     else new from `options` (`ModelOptions`: `--config`/`--preset`), checked against the

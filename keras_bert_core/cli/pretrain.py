@@ -17,6 +17,7 @@ from keras_bert_core.cli.model_building import (
     model_path,
     model_source,
     new_config,
+    note_ignored_config_keys,
     under_global_dtype_policy,
     vocabulary_size,
 )
@@ -311,6 +312,8 @@ def run(args):
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     else:
         check_one_model_source(args)
+        if args.config:
+            note_ignored_config_keys(args.config)
     check_packing(args)
     check_objective(args)
     if is_tfrecords(args.inputs):

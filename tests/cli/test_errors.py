@@ -239,3 +239,18 @@ def test_a_checkpoint_and_a_new_model_s_options_together(kbc, tmp_path, command,
     assert_user_error(result, f"--checkpoint {tmp_path} loads a model, and --preset mini and "
                               f"--config {tiny_config} would build a new one")
     assert not (tmp_path / "run").exists()
+
+
+def test_config_keys_that_no_config_has_are_named(kbc, tmp_path):
+    # A misspelled key left the preset's value in place without a word.
+    ours, hugging_face = tmp_path / "ours.json", tmp_path / "config.json"
+    ours.write_text('{"num_layers": 1, "hidden_sise": 64}')
+    hugging_face.write_text('{"model_type": "bert", "num_hidden_layers": 1, '
+                            '"architectures": ["BertModel"]}')
+    for config, noted in ((ours, True), (hugging_face, False)):
+        result = kbc(*finetune_classify("--config", config, "--batch-size", 64,
+                                        "--run-dir", tmp_path / config.stem))
+        assert_user_error(result, "fewer than --batch-size 64")  # ends before training
+        note = f"note: --config {ours}: ignored keys that no BertConfig has: hidden_sise"
+        assert (note in result.err) == noted, result.err
+        assert ("architectures" in result.err) is False
