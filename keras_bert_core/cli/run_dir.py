@@ -111,6 +111,17 @@ def check_run_writers():
         require(module, "a kbc training run")
 
 
+def _check_replaceable(path):
+    """`--overwrite` empties a run folder: one that holds files but is no kbc run (no
+    config.json) is refused, so that `--run-dir ~/thesis --overwrite` deletes nothing."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return
+    names = set(os.listdir(path)) - {LOCK_FILE}
+    if names and CONFIG_FILE not in names:
+        raise UserError(f"{path} holds files but is not a kbc run (it has no {CONFIG_FILE}): "
+                        "--overwrite replaces only a run; choose another --run-dir")
+
+
 def _chief_only(write):
     """Makes `write` do nothing on the workers of a multi-worker run but the chief."""
 
@@ -181,6 +192,8 @@ class RunDirectory:
             return
         try:
             claim_output(self.path, overwrite, inputs=inputs)
+            if overwrite:
+                _check_replaceable(self.path)
         except BaseException:
             release_run(self.path)
             raise

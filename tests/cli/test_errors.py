@@ -254,3 +254,18 @@ def test_config_keys_that_no_config_has_are_named(kbc, tmp_path):
         note = f"note: --config {ours}: ignored keys that no BertConfig has: hidden_sise"
         assert (note in result.err) == noted, result.err
         assert ("architectures" in result.err) is False
+
+
+def test_overwrite_replaces_only_a_run_folder(kbc, tmp_path, classify_run):
+    # `--help`: "--overwrite  replace an existing run directory"; a folder of other files
+    # was emptied (`--run-dir ~/thesis --overwrite` deleted the thesis).
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("two years of work\n")
+    result = kbc(*finetune_classify("--run-dir", folder, "--overwrite"))
+    assert_user_error(result, f"{folder} holds files but is not a kbc run (it has no "
+                              "config.json): --overwrite replaces only a run")
+    assert os.listdir(folder) == ["thesis.tex"]
+    run = shutil.copytree(classify_run, tmp_path / "run")  # a run is replaced, as before
+    assert kbc(*finetune_classify("--run-dir", run, "--overwrite", "--seq-length", 16,
+                                  "--epochs", 1, "--quiet")).code == 0

@@ -37,6 +37,7 @@ def test_two_workers_pretrain_then_finetune_and_only_the_chief_writes(
     # --overwrite: the chief replaces the old folder; the other worker leaves it alone.
     finetune_dir = tmp_path / "finetune"
     finetune_dir.mkdir()
+    (finetune_dir / "config.json").write_text("{}")  # an earlier run's (only runs are replaced)
     (finetune_dir / "old.txt").write_text("from an earlier run\n")
     run_workers(
         "finetune", "--task", "classify", "--train", DATA / "sentiment.csv", "--validation",
