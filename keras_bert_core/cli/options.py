@@ -183,6 +183,13 @@ def positive_float(text):
     return value
 
 
+def non_empty(text):
+    """argparse type: text of at least one character (a column name, a delimiter)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def positive_int(text):
     """argparse type: a whole number of at least 1."""
     return int_at_least(1)(text)

@@ -10,7 +10,7 @@ import os
 import sys
 
 from keras_bert_core.cli import UserError
-from keras_bert_core.cli.options import positive_int
+from keras_bert_core.cli.options import non_empty, positive_int
 
 # `kbc finetune --task` names (`fine_tuning.TASKS`, which loads TensorFlow).
 TASK_NAMES = ("choice", "classify", "embed", "multilabel", "ner", "pair", "squad")
@@ -40,8 +40,10 @@ PLAIN_TEXT_SUFFIXES = ("", ".txt")
 def add_data_options(parser, with_defaults=True):
     group = parser.add_argument_group("data")
     for name, (default, help_text) in DATA_OPTIONS.items():
-        # The whole numbers (squad's lengths and stride) count wordpieces: at least 1.
-        kind = {type(None): str, int: positive_int}.get(type(default), type(default))
+        # Whole numbers (squad's lengths and stride) count wordpieces, at least 1; names
+        # and delimiters are never empty.
+        kind = {type(None): str, int: positive_int, str: non_empty}.get(type(default),
+                                                                        type(default))
         if not with_defaults:
             default, help_text = None, help_text + " (default: as in training)"
         group.add_argument("--" + name.replace("_", "-"), type=kind, default=default,

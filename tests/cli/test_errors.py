@@ -269,3 +269,11 @@ def test_overwrite_replaces_only_a_run_folder(kbc, tmp_path, classify_run):
     run = shutil.copytree(classify_run, tmp_path / "run")  # a run is replaced, as before
     assert kbc(*finetune_classify("--run-dir", run, "--overwrite", "--seq-length", 16,
                                   "--epochs", 1, "--quiet")).code == 0
+
+
+def test_an_empty_label_delimiter_is_refused_by_the_parser(kbc, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:  # was a ValueError traceback
+        kbc("finetune", "--task", "multilabel", "--train", DATA / "sentiment.csv",
+            "--label-delimiter", "", "--vocab", VOCAB, "--run-dir", tmp_path / "run")
+    assert exit_info.value.code == 2
+    assert "argument --label-delimiter: must not be empty" in capsys.readouterr().err
