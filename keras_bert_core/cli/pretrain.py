@@ -312,6 +312,9 @@ def run(args):
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     else:
         check_one_model_source(args)
+        if not args.write_tfrecords and (args.shards, args.dupe_factor) != (1, 1):
+            raise UserError("--shards and --dupe-factor shape the files --write-tfrecords "
+                            "writes; without it they would change nothing")
         if args.config:
             note_ignored_config_keys(args.config)
     check_packing(args)

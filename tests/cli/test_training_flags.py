@@ -200,6 +200,10 @@ def test_write_tfrecords_refuses_what_it_cannot_write(kbc, corpus, tmp_path):
                   tmp_path / "records")
     assert_one_line_error(refused, "--write-tfrecords writes unpacked rows", "--pack")
     assert not (tmp_path / "records").exists()
+    ignored = kbc("pretrain", corpus, *TINY_RUN, "--shards", 4, "--run-dir", tmp_path / "run")
+    assert_one_line_error(ignored, "--shards and --dupe-factor shape the files "
+                                   "--write-tfrecords writes")  # were ignored without a word
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow
