@@ -216,5 +216,6 @@ def _tpu_strategy(tpu_address):
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RuntimeError(
             f"No TPU reachable at {where}: {first_line}. On a Cloud TPU VM pass "
-            "tpu_address='local'; for a TPU node, its name or 'grpc://IP:8470'.") from None
+            "tpu_address='local' (kbc: --tpu-address local); for a TPU node, its name or "
+            "'grpc://IP:8470'.") from None
     return tf.distribute.TPUStrategy(resolver)

@@ -83,6 +83,15 @@ def test_accumulation_is_refused_under_mirrored_strategies(kbc, corpus, tmp_path
     assert not (tmp_path / "run").exists()
 
 
+def test_tpu_without_a_tpu_names_the_option(kbc, corpus, tmp_path, monkeypatch):
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    result = kbc("pretrain", corpus, *TINY_RUN, "--strategy", "tpu", "--run-dir",
+                 tmp_path / "run")
+    # It told a kbc user to pass "tpu_address='local'", a Python argument.
+    assert_one_line_error(result, "No TPU reachable", "--tpu-address local")
+    assert not (tmp_path / "run").exists()
+
+
 class Compiled:
     """Stands in for a model: keeps what `compile_for_training` compiles it with."""
 
