@@ -68,6 +68,12 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
+# What `--overwrite` may replace as an export folder: any format's output, or a SavedModel
+# in TF Serving's layout (`--name`).
+EXPORT_FOLDER = ("a kbc export", ("saved_model", "model*.tflite", PRESET_FOLDER,
+                                  "*/[0-9]*/saved_model.pb"))
+
+
 def tflite_file(variant):
     return "model.tflite" if variant == "float32" else f"model_{variant}.tflite"
 
@@ -272,7 +278,8 @@ def run(args):
         raise UserError(str(e)) from None
     # What the command reads: the run folder (config, vocabulary) and the model in it.
     claim_output(args.output, args.overwrite, inputs=(
-        args.model, run_directory_of(args.model), *filter(None, [args.calibration])))
+        args.model, run_directory_of(args.model), *filter(None, [args.calibration])),
+        kind=EXPORT_FOLDER)
     run = enclosing_run(args.output)
     if run:  # an export into a run folder writes that run: not while another command does
         lock_run(run)

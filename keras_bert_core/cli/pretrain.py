@@ -250,7 +250,8 @@ def check_tfrecords_output(args, inputs):
     if args.pack:
         raise UserError("--write-tfrecords writes unpacked rows (masks are drawn when they "
                         "are read); leave out --pack")
-    claim_output(args.write_tfrecords, args.overwrite, inputs=inputs)
+    claim_output(args.write_tfrecords, args.overwrite, inputs=inputs,
+                 kind=("a folder of pretraining TFRecords", ("pretraining*",)))
 
 
 def write_tfrecords(args, tokenizer):

@@ -34,6 +34,7 @@ only the chief writes these files (each worker keeps its own backup there).
 """
 
 import functools
+import glob
 import json
 import math
 import os
@@ -52,6 +53,8 @@ from keras_bert_core.folder_lock import LOCK_FILE
 METRICS_FILE = "metrics.json"
 LORA_FILE = "adapters.lora.h5"
 CURVES_FILE = "curves.png"
+# What `--overwrite` may replace as a run folder (see `claim_output`).
+RUN_FOLDER = ("a kbc run", (CONFIG_FILE,))
 # Arguments naming files or folders: config.json stores them absolute.
 PATH_ARGUMENTS = ("inputs", "vocab", "checkpoint", "config", "train", "validation", "run_dir",
                   "tfds_data_dir", "teacher", "unlabeled")
@@ -61,7 +64,7 @@ def default_run_dir(name):
     return os.path.join("runs", f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
-def claim_output(path, overwrite=False, make_parent=False, inputs=()):
+def claim_output(path, overwrite=False, make_parent=False, inputs=(), kind=None):
     """Checks that `path` (a file or folder about to be written) may be written: an existing
     one is an error unless `overwrite`; the nearest existing folder above it must be
     writable. With `make_parent`, missing parent folders are created. Nothing is removed
@@ -71,6 +74,11 @@ def claim_output(path, overwrite=False, make_parent=False, inputs=()):
     `inputs` are the files and folders the same command reads: an output that is or holds
     one of them is refused, and so is replacing an existing output inside one of them (a
     new output inside an input folder, e.g. an export inside its run, is fine).
+
+    `kind`: `(what the output is, glob patterns of what the command writes in it if it is a
+    folder; none for a file)`. `overwrite` replaces an existing folder only if it is empty
+    or holds a match, so that an output given by mistake (`--output ~/thesis --overwrite`)
+    deletes nothing.
     """
     clash = overlaps(path, [p for p in inputs if p])
     if clash and (clash[1] != "is inside" or (overwrite and os.path.lexists(path))):
@@ -80,6 +88,8 @@ def claim_output(path, overwrite=False, make_parent=False, inputs=()):
         if not overwrite:
             raise UserError(f"{path} already exists; pass --overwrite to replace it, or "
                             "choose another output")
+        if kind:
+            _check_replaceable(path, *kind)
     parent = os.path.dirname(os.path.abspath(path))
     existing = parent
     while not os.path.exists(existing):
@@ -111,15 +121,17 @@ def check_run_writers():
         require(module, "a kbc training run")
 
 
-def _check_replaceable(path):
-    """`--overwrite` empties a run folder: one that holds files but is no kbc run (no
-    config.json) is refused, so that `--run-dir ~/thesis --overwrite` deletes nothing."""
+def _check_replaceable(path, what, patterns):
+    """Refuses to replace a folder that holds files but none matching `patterns` (see
+    `claim_output`'s `kind`)."""
     if not os.path.isdir(path) or os.path.islink(path):
         return
     names = set(os.listdir(path)) - {LOCK_FILE}
-    if names and CONFIG_FILE not in names:
-        raise UserError(f"{path} holds files but is not a kbc run (it has no {CONFIG_FILE}): "
-                        "--overwrite replaces only a run; choose another --run-dir")
+    if names and not any(glob.glob(os.path.join(glob.escape(path), pattern))
+                         for pattern in patterns):
+        lacks = f" (it has no {' or '.join(patterns)})" if patterns else ""
+        raise UserError(f"{path} is a folder of files, not {what}{lacks}: --overwrite "
+                        f"replaces only {what}; choose another output")
 
 
 def _chief_only(write):
@@ -191,9 +203,7 @@ class RunDirectory:
         if resume:
             return
         try:
-            claim_output(self.path, overwrite, inputs=inputs)
-            if overwrite:
-                _check_replaceable(self.path)
+            claim_output(self.path, overwrite, inputs=inputs, kind=RUN_FOLDER)
         except BaseException:
             release_run(self.path)
             raise

@@ -12,6 +12,10 @@ from keras_bert_core.files import replaced_when_complete
 # to the requested size on corpora of a few megabytes; --min-count raises the floor.
 _LEARN_PARAMS = {"upper_thresh": 500, "num_iterations": 2}
 _DEFAULT_OUTPUTS = {"wordpiece": "vocab.txt", "bpe": "bpe_vocab", "sentencepiece": "spiece.model"}
+# What `--overwrite` may replace (see `claim_output`).
+_OUTPUT_KINDS = {"wordpiece": ("a vocabulary file", ()),
+                 "bpe": ("a BPE vocabulary", ("vocab.json", "merges.txt")),
+                 "sentencepiece": ("a SentencePiece model file", ())}
 
 
 def add_arguments(parser):
@@ -70,7 +74,8 @@ def run(args):
         raise UserError(f"--vocab-size {args.vocab_size} is too small")
     output = args.output or _DEFAULT_OUTPUTS[args.kind]
     claim_output(output, args.overwrite, make_parent=True,
-                 inputs=[path for pattern in args.inputs for path in glob.glob(pattern)])
+                 inputs=[path for pattern in args.inputs for path in glob.glob(pattern)],
+                 kind=_OUTPUT_KINDS[args.kind])
     with replaced_when_complete(output) as partial:
         if args.kind == "wordpiece":
             vocab = learn_vocab(args.inputs, partial, args.vocab_size, not args.cased,

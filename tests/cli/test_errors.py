@@ -263,8 +263,8 @@ def test_overwrite_replaces_only_a_run_folder(kbc, tmp_path, classify_run):
     folder.mkdir()
     (folder / "thesis.tex").write_text("two years of work\n")
     result = kbc(*finetune_classify("--run-dir", folder, "--overwrite"))
-    assert_user_error(result, f"{folder} holds files but is not a kbc run (it has no "
-                              "config.json): --overwrite replaces only a run")
+    assert_user_error(result, f"{folder} is a folder of files, not a kbc run (it has no "
+                              "config.json): --overwrite replaces only a kbc run")
     assert os.listdir(folder) == ["thesis.tex"]
     run = shutil.copytree(classify_run, tmp_path / "run")  # a run is replaced, as before
     assert kbc(*finetune_classify("--run-dir", run, "--overwrite", "--seq-length", 16,
@@ -277,3 +277,32 @@ def test_an_empty_label_delimiter_is_refused_by_the_parser(kbc, tmp_path, capsys
             "--label-delimiter", "", "--vocab", VOCAB, "--run-dir", tmp_path / "run")
     assert exit_info.value.code == 2
     assert "argument --label-delimiter: must not be empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ("export", "{run}", "-o", "{folder}"),
+    ("vocab", "{corpus}", "--kind", "bpe", "-o", "{folder}"),
+    ("vocab", "{corpus}", "-o", "{folder}"),  # a file's place
+    ("pretrain", "{corpus}", "--vocab", VOCAB, "--write-tfrecords", "{folder}"),
+])
+def test_overwrite_replaces_only_what_the_command_writes(kbc, tmp_path, classify_run, corpus,
+                                                         command):
+    # Each replaced the whole folder: `-o ~/thesis --overwrite` deleted the thesis.
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("two years of work\n")
+    argv = [str(arg).format(run=classify_run, corpus=corpus, folder=folder) for arg in command]
+    result = kbc(*argv, "--overwrite")
+    assert_user_error(result, f"{folder} is a folder of files, not a",
+                      "--overwrite replaces only")
+    assert os.listdir(folder) == ["thesis.tex"]
+
+
+def test_overwrite_replaces_the_command_s_own_output(kbc, tmp_path, corpus):
+    records = tmp_path / "records"
+    write = ("pretrain", corpus, "--vocab", VOCAB, "--seq-length", 32, "--write-tfrecords",
+             records)
+    assert kbc(*write).code == 0
+    (records / "pretraining-00000-of-00001.tfrecord").write_bytes(b"")
+    assert kbc(*write, "--overwrite").code == 0
+    assert (records / "pretraining-00000-of-00001.tfrecord").stat().st_size > 0
