@@ -60,9 +60,23 @@ def read_records(path, file_format=None):
             yield from _read_jsonl(path)
         else:
             yield from _read_delimited(path, file_format)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+
+
+def _not_utf8(path):
+    """The DataError for a file that is not UTF-8, at the line of its first bad byte (the
+    decoder's own offset counts from the chunk it was reading)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    start = 0
+    try:
+        data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise DataError(f"not UTF-8 text: {error.reason} at byte {error.start} of a line",
-                        path=path) from None
+        start = error.start
+    return DataError(f"not UTF-8 text: the byte {data[start]:#04x}; convert the file to UTF-8 "
+                     "(e.g. `iconv -f latin1 -t utf-8`)", path=path,
+                     line=data.count(b"\n", 0, start) + 1)
 
 
 # What a pretty-printed file or a JSON array (valid JSON, read line by line) is told.

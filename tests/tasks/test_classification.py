@@ -74,7 +74,11 @@ def test_unlabeled_file():
     ("a.txt", "x", {}, "cannot tell the format"),
     ("a.csv", "text,label\nok,4.5\nbad,high\n", {"regression": True},
      r"line 3, column 'label': label 'high' is not a number"),
-    ("a.csv", "text,label\ncaf\xe9,pos\n".encode("latin-1"), {}, "not UTF-8 text"),
+    ("a.csv", "text,label\ncaf\xe9,pos\n".encode("latin-1"), {},
+     "line 2: not UTF-8 text: the byte 0xe9"),
+    # Past the decoder's first chunk: the line still counts from the file's start.
+    ("a.jsonl", ('{"text": "ok", "label": 1}\n' * 500 + '{"text": "caf\xe9", "label": 1}\n'
+                 ).encode("latin-1"), {}, "line 501: not UTF-8 text: the byte 0xe9"),
 ])
 def test_bad_files_raise_data_error_naming_the_place(tmp_path, name, text, kwargs, match):
     path = write(tmp_path, name, text)
