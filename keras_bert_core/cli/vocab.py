@@ -5,12 +5,14 @@ import glob
 
 from keras_bert_core.cli import UserError
 from keras_bert_core.cli.messages import say, stage
+from keras_bert_core.cli.options import positive_int
 from keras_bert_core.cli.run_dir import claim_output
 from keras_bert_core.files import replaced_when_complete
 
 # Faster than tf.text's defaults (a shallower threshold search, fewer passes) and still close
 # to the requested size on corpora of a few megabytes; --min-count raises the floor.
 _LEARN_PARAMS = {"upper_thresh": 500, "num_iterations": 2}
+MIN_COUNT = 2
 _DEFAULT_OUTPUTS = {"wordpiece": "vocab.txt", "bpe": "bpe_vocab", "sentencepiece": "spiece.model"}
 # What `--overwrite` may replace (see `claim_output`).
 _OUTPUT_KINDS = {"wordpiece": ("a vocabulary file", ()),
@@ -31,12 +33,14 @@ def add_arguments(parser):
                         help="most tokens, the special tokens included")
     parser.add_argument("--cased", action="store_true",
                         help="keep case and accents; default: uncased (BPE is always cased)")
-    parser.add_argument("--min-count", type=int, default=2,
-                        help="least number of times a wordpiece (a BPE merge) must occur")
+    parser.add_argument("--min-count", type=positive_int, metavar="N",
+                        help="least number of times a wordpiece (a BPE merge) must occur "
+                             f"(default: {MIN_COUNT}); not for sentencepiece, whose trainer "
+                             "keeps what fits the size")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output")
 
 
-def learn_vocab(inputs, output, vocab_size, lower_case=True, min_count=2):
+def learn_vocab(inputs, output, vocab_size, lower_case=True, min_count=MIN_COUNT):
     """Learns a vocabulary from `inputs` and writes it to `output`; returns its tokens."""
     from keras_bert_core.text.vocabulary.learning import learn_wordpiece_vocab
 
@@ -72,6 +76,10 @@ def _learn_other_kind(args, partial):
 def run(args):
     if args.vocab_size < 10:
         raise UserError(f"--vocab-size {args.vocab_size} is too small")
+    if args.kind == "sentencepiece" and args.min_count is not None:
+        raise UserError("--min-count is for wordpiece and bpe vocabularies; SentencePiece's "
+                        "trainer keeps the pieces that fit --vocab-size")
+    args.min_count = args.min_count or MIN_COUNT
     output = args.output or _DEFAULT_OUTPUTS[args.kind]
     claim_output(output, args.overwrite, make_parent=True,
                  inputs=[path for pattern in args.inputs for path in glob.glob(pattern)],

@@ -306,3 +306,16 @@ def test_overwrite_replaces_the_command_s_own_output(kbc, tmp_path, corpus):
     (records / "pretraining-00000-of-00001.tfrecord").write_bytes(b"")
     assert kbc(*write, "--overwrite").code == 0
     assert (records / "pretraining-00000-of-00001.tfrecord").stat().st_size > 0
+
+
+def test_vocab_min_count_is_a_positive_count_for_the_kinds_that_use_it(kbc, tmp_path, corpus,
+                                                                      capsys):
+    # Both were taken without a word: SentencePiece ignored it, and 0 or -1 kept everything.
+    result = kbc("vocab", corpus, "--kind", "sentencepiece", "--min-count", 5, "-o",
+                 tmp_path / "spiece.model")
+    assert_user_error(result, "--min-count is for wordpiece and bpe vocabularies")
+    assert not (tmp_path / "spiece.model").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        kbc("vocab", corpus, "--min-count", -1, "-o", tmp_path / "vocab.txt")
+    assert exit_info.value.code == 2
+    assert "argument --min-count: -1 is less than 1" in capsys.readouterr().err
