@@ -130,14 +130,20 @@ def test_encoder_serves_pooled_and_mean_embeddings(task_models, task_signatures,
     np.testing.assert_allclose(served["mean_embedding"], mean, atol=1e-5)
 
 
-@pytest.mark.slow
-def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, preprocessor,
-                                            tmp_path):
+@pytest.fixture(scope="module")
+def runner():
+    """export/run_tflite.py, the interpreter runner an app copies."""
     if importlib.util.find_spec("ai_edge_litert") is None:
         pytest.skip("ai-edge-litert is not installed (pip install ai-edge-litert)")
     spec = importlib.util.spec_from_file_location("run_tflite", ROOT / "export" / "run_tflite.py")
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
+    return runner
+
+
+@pytest.mark.slow
+def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, preprocessor,
+                                            runner, tmp_path):
     # Texts on which the TFLite-compatible tokenizer agrees with the reference one.
     tflite_preprocessor = BertPreprocessor(preprocessor.vocabulary, SEQ_LENGTH,
                                            tflite_compatible=True)
@@ -173,14 +179,9 @@ def test_tflite_tasks_match_the_saved_model(task_models, task_signatures, prepro
 
 @pytest.mark.slow
 def test_int8_span_labeler_keeps_its_logits(task_models, task_signatures, preprocessor,
-                                            tmp_path):
+                                            runner, tmp_path):
     # The padding's penalty (-1e9) once shared the logits' int8 scale, which rounded
     # every logit to 0: every answer was the first context token, whatever the model.
-    if importlib.util.find_spec("ai_edge_litert") is None:
-        pytest.skip("ai-edge-litert is not installed (pip install ai-edge-litert)")
-    spec = importlib.util.spec_from_file_location("run_tflite", ROOT / "export" / "run_tflite.py")
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
     calibration = [{"question": q, "context": c} for q in QUESTIONS for c in CONTEXTS[:2]]
     qa = runner.load(export_tflite(task_models["qa"], preprocessor, tmp_path / "qa.tflite",
                                    quantize="int8", calibration_texts=calibration))
