@@ -7,12 +7,11 @@ from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import (
     build_encoder,
     check_fits,
-    check_one_model_source,
+    check_model_options,
     check_same_kind,
     checkpoint_model,
     find_vocab,
     make_preprocessor,
-    note_ignored_config_keys,
 )
 from keras_bert_core.cli.options import (
     ModelOptions,
@@ -280,9 +279,7 @@ def run(args):
     elif not args.task:
         raise UserError("no task given: pass --task (or --resume --run-dir RUN to continue a run)")
     else:
-        check_one_model_source(args)
-        if args.config:
-            note_ignored_config_keys(args.config)
+        check_model_options(args)
     check_lora_options(args)
     task_options = {} if args.resume else {**regression_setting(args),
                                             **embedding_settings(args)}

@@ -195,17 +195,20 @@ def model_source(options):
     return " ".join(parts) or "--preset tiny"
 
 
-def check_one_model_source(args):
+def check_model_options(args):
     """`--preset`/`--config` build a new model and `--checkpoint` loads one: refused together
-    (the checkpoint won, and the others were ignored without a word)."""
+    (the checkpoint won, and the others were ignored without a word). A `--config` file's
+    keys that no `BertConfig` takes are named."""
     given = [f"--{name} {getattr(args, name)}" for name in ("preset", "config")
              if getattr(args, name)]
     if args.checkpoint and given:
         raise UserError(f"--checkpoint {args.checkpoint} loads a model, and "
                         f"{' and '.join(given)} would build a new one; give one of them")
+    if args.config:
+        _note_ignored_config_keys(args.config)
 
 
-def note_ignored_config_keys(path):
+def _note_ignored_config_keys(path):
     """Names the keys of the `--config` file at `path` that no `BertConfig` field takes (a
     misspelled "hidden_sise" left the preset's size without a word). Not for a Hugging Face
     config.json (it names its `model_type`), whose other settings are ignored by design."""

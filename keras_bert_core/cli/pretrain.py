@@ -10,14 +10,13 @@ from keras_bert_core.cli.messages import say
 from keras_bert_core.cli.model_building import (
     build_encoder,
     check_fits,
-    check_one_model_source,
+    check_model_options,
     check_same_kind,
     find_vocab,
     make_preprocessor,
     model_path,
     model_source,
     new_config,
-    note_ignored_config_keys,
     under_global_dtype_policy,
     vocabulary_size,
 )
@@ -312,12 +311,10 @@ def run(args):
     elif not args.inputs:
         raise UserError("no corpus given: pass text files or .tfrecord shards")
     else:
-        check_one_model_source(args)
+        check_model_options(args)
         if not args.write_tfrecords and (args.shards, args.dupe_factor) != (1, 1):
             raise UserError("--shards and --dupe-factor shape the files --write-tfrecords "
                             "writes; without it they would change nothing")
-        if args.config:
-            note_ignored_config_keys(args.config)
     check_packing(args)
     check_objective(args)
     if is_tfrecords(args.inputs):
