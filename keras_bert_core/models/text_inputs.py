@@ -5,6 +5,7 @@ as arrays."""
 import inspect
 import numbers
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -28,6 +29,9 @@ def arguments_by_name(method, model, args, kwargs):
         elif name != "self":
             arguments[name] = value
     check_inputs(arguments.get("x"), method.__name__)
+    encoder = getattr(model, "encoder", None)
+    if encoder is not None:
+        check_ids(encoder.config, arguments.get("x"), method.__name__)
     return arguments
 
 
@@ -101,6 +105,50 @@ def check_inputs(x, call):
         raise TypeError(f"{call} got a {type(x).__name__} of numbers; a model takes texts (a "
                         "list of strings; it needs a preprocessor) or the dict of int32 "
                         "token_ids, segment_ids, padding_mask")
+
+
+def check_ids(config, x, call):
+    """Raises one clear error where `x`, the dict of a model's inputs given as arrays (not a
+    dataset, whose batches are read later), holds token ids with no row in the word
+    embeddings, or more positions than the position table (`config`, a `BertConfig`):
+    TensorFlow's gather fails deep inside on a CPU, and reads zeros on a GPU. (Segment ids
+    go through a one-hot product: one past `type_vocab_size` adds nothing, as for the
+    families without segment embeddings.)
+
+    Example:
+    >>> from keras_bert_core.config import BertConfig
+    >>> ids = np.array([[2, 97, 3]])
+    >>> check_ids(BertConfig.preset("tiny", vocab_size=96), {"token_ids": ids}, "predict")
+    Traceback (most recent call last):
+    ...
+    ValueError: predict got token_ids holding 97, but the model's word embeddings have 96 \
+rows (vocab_size): ids go from 0 to 95
+    """
+    ids = _int_array(x.get("token_ids")) if isinstance(x, dict) else None
+    if ids is None:
+        return
+    rows = config.vocab_size
+    bad = ids.min() if ids.min() < 0 else ids.max() if ids.max() >= rows else None
+    if bad is not None:
+        raise ValueError(f"{call} got token_ids holding {bad}, but the model's word embeddings "
+                         f"have {rows:,} rows (vocab_size): ids go from 0 to {rows - 1:,}")
+    if ids.ndim > 1 and ids.shape[-1] > config.max_sequence_length:
+        raise ValueError(f"{call} got token_ids of {ids.shape[-1]} positions, but the model's "
+                         f"position table covers {config.max_sequence_length}: cut them to "
+                         "at most that many")
+
+
+def _int_array(value):
+    """`value` (an array, an eager tensor or nested lists) as a non-empty integer array, or
+    None for anything else (a symbolic tensor, a dataset, floats)."""
+    if value is None or isinstance(value, keras.KerasTensor) or (
+            isinstance(value, tf.Tensor) and not hasattr(value, "numpy")):
+        return None
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return None
+    return array if array.dtype.kind in "iu" and array.size else None
 
 
 def _leaves(x, where):

@@ -398,3 +398,32 @@ def test_fit_traces_its_train_step_once(monkeypatch):
                         lambda self, data: traces.append(1) or train_step(self, data))
     model.fit(text, np.array([0, 1, 2, 0, 1]), batch_size=2, epochs=2, verbose=0)
     assert len(traces) == 1 and model.optimizer.iterations.numpy() == 6
+
+
+def test_ids_with_no_embedding_row_are_one_clear_error():
+    """Ids past the word embeddings failed inside TensorFlow's gather on a CPU (and read
+    zeros on a GPU), and so did more positions than the position table."""
+    pre = make_preprocessor()
+    model, _, _ = classifier(pre)
+    config = model.encoder.config
+    features = {name: np.asarray(value) for name, value in pre(TEXTS[:2]).items()}
+    assert model.predict(features, verbose=0).shape == (2, 3)  # ids in range pass
+
+    def predict(**changes):
+        with pytest.raises(ValueError) as error:
+            model.predict({**features, **changes}, verbose=0)
+        return str(error.value)
+
+    ids = features["token_ids"].copy()
+    ids[1, 1] = config.vocab_size
+    assert predict(token_ids=ids) == (
+        f"predict got token_ids holding {config.vocab_size}, but the model's word embeddings "
+        f"have {config.vocab_size:,} rows (vocab_size): ids go from 0 to "
+        f"{config.vocab_size - 1:,}")
+    assert "token_ids holding -1" in predict(token_ids=np.where(ids == config.vocab_size, -1,
+                                                                ids))
+    width = config.max_sequence_length + 1
+    long = {name: np.ones([1, width], "int32") for name in features}
+    with pytest.raises(ValueError, match=f"^fit got token_ids of {width} positions, but the "
+                                         f"model's position table covers {width - 1}"):
+        model.fit(long, np.zeros([1]), verbose=0)
