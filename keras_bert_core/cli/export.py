@@ -23,6 +23,7 @@ PRESET_FOLDER = "preset"
 # (int8 weights and activations, calibrated on --calibration texts).
 TFLITE_VARIANTS = {"float32": None, "dynamic": "dynamic", "float16": "float16",
                    "int8": "int8"}
+DEFAULT_TFLITE_VARIANTS = ["float32"]
 
 
 def add_arguments(parser):
@@ -37,7 +38,7 @@ def add_arguments(parser):
                              "which kbc.from_preset(folder) loads and kbc export, predict, "
                              "evaluate and finetune --checkpoint take")
     parser.add_argument("--tflite-variants", nargs="+", choices=sorted(TFLITE_VARIANTS),
-                        default=["float32"],
+                        default=DEFAULT_TFLITE_VARIANTS,
                         help="TFLite weights: float32 (model.tflite), dynamic (int8 weights, "
                              "model_dynamic.tflite), float16 (model_float16.tflite), int8 "
                              "(int8 weights and activations calibrated on --calibration, "
@@ -250,15 +251,16 @@ def _size(path):
 
 
 # Options that shape one kind of export, and the --format values they need.
-_FORMAT_OPTIONS = {"tflite_fixed_shape": ("tflite",), "name": ("saved_model",),
-                   "max_batch_size": ("saved_model",),
+_FORMAT_OPTIONS = {"tflite_variants": ("tflite",), "tflite_fixed_shape": ("tflite",),
+                   "name": ("saved_model",), "max_batch_size": ("saved_model",),
                    "max_text_bytes": ("saved_model", "tflite")}
 
 
 def _check_formats_written(args):
-    """An option for an export that `--format` leaves out is refused, not ignored."""
+    """An option given for an export that `--format` leaves out is refused, not ignored."""
     for name, formats in _FORMAT_OPTIONS.items():
-        if getattr(args, name) not in (None, False) and not set(formats) & set(args.format):
+        given = getattr(args, name) not in (None, False, DEFAULT_TFLITE_VARIANTS)
+        if given and not set(formats) & set(args.format):
             raise UserError(f"--{name.replace('_', '-')} needs --format "
                             f"{' or '.join(formats)}")
 
@@ -283,8 +285,6 @@ def run(args):
     run = enclosing_run(args.output)
     if run:  # an export into a run folder writes that run: not while another command does
         lock_run(run)
-    if "tflite" not in args.format and args.tflite_variants != ["float32"]:
-        raise UserError("--tflite-variants needs --format tflite")
     _check_formats_written(args)
     int8 = "int8" in args.tflite_variants and "tflite" in args.format
     if int8 and args.calibration is None:

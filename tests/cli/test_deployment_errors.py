@@ -186,10 +186,12 @@ def test_predictions_file_appears_only_when_complete(kbc, classify_export, tmp_p
                                                     "saved_model"),
     (("--format", "preset", "--max-text-bytes", 100), "--max-text-bytes needs --format "
                                                       "saved_model or tflite"),
+    (("--format", "saved_model", "--tflite-variants", "dynamic"), "--tflite-variants needs "
+                                                                  "--format tflite"),
 ])
 def test_options_for_an_export_not_written_are_refused(kbc, classify_run, tmp_path, options,
                                                        message):
-    # They were ignored without a word, as --tflite-variants without tflite is not.
+    # They were ignored without a word (--tflite-variants was already refused).
     result = kbc("export", classify_run, "-o", tmp_path / "export", *options)
     assert_user_error(result, message)
     assert os.listdir(tmp_path) == []
